@@ -1,0 +1,228 @@
+// The static engine's evaluator: one forward sweep over the value slots of a planned
+// expression, then one reverse sweep in which every node's backward runs exactly once and each
+// slot's adjoint is the sum of what its uses send it (pulled, so no zero-initialisation and no
+// `0 + g` the compiler may not fold). With MG_INLINE everything here disappears into straight-line
+// code for scalars and SIMD packs.
+//
+// The element type is open: float/double, a SIMD pack, an element inside a Thrust functor, an
+// expression of an enclosing static engine (grad of grad), or an xtensor array. A Policy says how
+// a family keeps its values (materialised or as is) and how a broadcast gradient is summed back
+// to an input's shape.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+#include <metagrad/detail/config.hpp>
+#include <metagrad/detail/plan.hpp>
+
+namespace mg::detail {
+
+// Values kept as computed; gradients already have their input's shape (scalars, packs, nodes).
+struct plain_policy {
+  template <class X>
+  MG_HD MG_INLINE static constexpr auto keep(X&& x) {
+    return std::remove_cvref_t<X>(std::forward<X>(x));
+  }
+  template <class G, class X>
+  MG_HD MG_INLINE static constexpr auto reduce_like(G&& g, const X&) {
+    return std::remove_cvref_t<G>(std::forward<G>(g));
+  }
+};
+
+struct no_value {};
+
+template <class T>
+inline constexpr bool is_grads_v = false;
+template <class... Ts>
+inline constexpr bool is_grads_v<grads<Ts...>> = true;
+
+// Component k of a backward result; a one-input op returns its gradient bare.
+template <std::size_t k, class B>
+MG_HD MG_INLINE constexpr const auto& component(const B& b) {
+  if constexpr (is_grads_v<B>) {
+    return get<k>(b);
+  } else {
+    static_assert(k == 0, "metagrad: a backward with one gradient belongs to a one-input op");
+    return b;
+  }
+}
+
+template <class T>
+inline constexpr bool is_var_v = false;
+template <std::size_t I>
+inline constexpr bool is_var_v<var<I>> = true;
+template <class T>
+inline constexpr std::size_t var_index_v = 0;
+template <std::size_t I>
+inline constexpr std::size_t var_index_v<var<I>> = I;
+template <class T>
+inline constexpr bool is_cst_v = false;
+template <class T>
+inline constexpr bool is_cst_v<cst<T>> = true;
+
+template <class E, class Args, class Policy, class Seed>
+struct sweep_types {
+  static constexpr auto& d = plan_v<E>;
+  static constexpr std::size_t N = d.nslots;
+  static constexpr std::size_t root = N - 1;
+
+  template <std::size_t s>
+  using expr_of = std::remove_cvref_t<decltype(occurrence<d.rep[s]>(std::declval<const E&>()))>;
+
+  // val<s>: the type of slot s's value (leaves: the argument or constant type).
+  template <std::size_t s, class X = expr_of<s>>
+  struct val;
+  template <std::size_t s, std::size_t I>
+  struct val<s, var<I>> {
+    using type = std::remove_cvref_t<decltype(grads_get<I>(std::declval<const Args&>()))>;
+  };
+  template <std::size_t s, class T>
+  struct val<s, cst<T>> {
+    using type = T;
+  };
+  template <std::size_t s, class Op, class... A>
+  struct val<s, node<Op, A...>> {
+    template <std::size_t... j>
+    static auto f(std::index_sequence<j...>) -> decltype(Policy::keep(
+        std::declval<const Op&>().forward(std::declval<const typename val<d.child[s][j]>::type&>()...)));
+    using type = std::remove_cvref_t<decltype(f(std::index_sequence_for<A...>{}))>;
+  };
+  template <std::size_t s>
+  using val_t = typename val<s>::type;
+
+  template <std::size_t s>
+  struct adj_inner;
+  template <std::size_t s>
+  using adj_t =
+      typename std::conditional_t<s == root, std::type_identity<Seed>, adj_inner<s>>::type;
+
+  // bwd<p>: what node p's backward returns (nothing for leaves).
+  template <std::size_t p, class X = expr_of<p>>
+  struct bwd {
+    using type = no_value;
+  };
+  template <std::size_t p, class Op, class... A>
+  struct bwd<p, node<Op, A...>> {
+    template <std::size_t... j>
+    static auto f(std::index_sequence<j...>) -> decltype(std::declval<const Op&>().backward(
+        std::declval<const val_t<d.child[p][j]>&>()..., std::declval<const val_t<p>&>(),
+        std::declval<const adj_t<p>&>()));
+    using type = std::remove_cvref_t<decltype(f(std::index_sequence_for<A...>{}))>;
+  };
+  template <std::size_t p>
+  using bwd_t = typename bwd<p>::type;
+
+  // adjoint of a slot other than the root: the sum of what its uses send it
+  template <std::size_t s>
+  struct adj_inner {
+    template <std::size_t... u>
+    static auto f(std::index_sequence<u...>)
+        -> decltype((Policy::reduce_like(component<d.use_k[d.use_begin[s] + u]>(
+                                             std::declval<const bwd_t<d.use_p[d.use_begin[s] + u]>&>()),
+                                         std::declval<const val_t<s>&>()) +
+                     ...));
+    using type = std::remove_cvref_t<decltype(f(
+        std::make_index_sequence<d.use_begin[s + 1] - d.use_begin[s]>{}))>;
+  };
+
+  template <std::size_t s>
+  using stored_val_t = std::conditional_t<(d.nchild[s] == 0), no_value, val_t<s>>;
+};
+
+template <class E, class Args, class Policy, class Seed>
+class sweep {
+  using T = sweep_types<E, Args, Policy, Seed>;
+  static constexpr auto& d = T::d;
+  static constexpr std::size_t N = T::N;
+
+  template <class Seq>
+  struct storage;
+  template <std::size_t... s>
+  struct storage<std::index_sequence<s...>> {
+    using vals = tuple<typename T::template stored_val_t<s>...>;
+    using bwds = tuple<typename T::template bwd_t<s>...>;
+  };
+  using slots = std::make_index_sequence<N>;
+
+  const E& e_;
+  const Args& args_;
+  typename storage<slots>::vals vals_{};
+  typename storage<slots>::bwds bwds_{};
+
+ public:
+  MG_HD MG_INLINE constexpr sweep(const E& e, const Args& args) : e_(e), args_(args) {}
+
+  // The value of slot s: a reference to the argument or constant for leaves.
+  template <std::size_t s>
+  MG_HD MG_INLINE constexpr const auto& value() const {
+    using X = typename T::template expr_of<s>;
+    if constexpr (is_var_v<X>) {
+      return grads_get<var_index_v<X>>(args_);
+    } else if constexpr (is_cst_v<X>) {
+      return occurrence<d.rep[s]>(e_).value;
+    } else {
+      return grads_get<s>(vals_);
+    }
+  }
+  MG_HD MG_INLINE constexpr const auto& result() const { return value<N - 1>(); }
+
+  MG_HD MG_INLINE constexpr void forward() {
+    [this]<std::size_t... s>(std::index_sequence<s...>) { (compute<s>(), ...); }(slots{});
+  }
+
+  MG_HD MG_INLINE constexpr void backward(const Seed& seed) {
+    [&]<std::size_t... i>(std::index_sequence<i...>) { (step<N - 1 - i>(seed), ...); }(slots{});
+  }
+
+  // The adjoint of slot s: the seed at the root, else the sum of what its uses sent.
+  template <std::size_t s>
+  MG_HD MG_INLINE constexpr auto adjoint(const Seed& seed) const {
+    if constexpr (s == N - 1) {
+      return seed;
+    } else {
+      return [&]<std::size_t... u>(std::index_sequence<u...>) {
+        return (Policy::reduce_like(
+                    component<d.use_k[d.use_begin[s] + u]>(
+                        grads_get<d.use_p[d.use_begin[s] + u]>(bwds_)),
+                    value<s>()) +
+                ...);
+      }(std::make_index_sequence<d.use_begin[s + 1] - d.use_begin[s]>{});
+    }
+  }
+
+  // d result / d argument I, or `zero` when the expression does not use argument I.
+  template <std::size_t I, class Zero>
+  MG_HD MG_INLINE constexpr auto gradient(const Seed& seed, const Zero& zero) const {
+    constexpr std::size_t s = slot_of_var<E, I>();
+    if constexpr (s == N) {
+      return zero;
+    } else {
+      return adjoint<s>(seed);
+    }
+  }
+
+ private:
+  template <std::size_t s>
+  MG_HD MG_INLINE constexpr void compute() {
+    if constexpr (d.nchild[s] > 0) {
+      const auto& n = occurrence<d.rep[s]>(e_);
+      grads_get<s>(vals_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
+        return Policy::keep(n.op.forward(value<d.child[s][j]>()...));
+      }(std::make_index_sequence<d.nchild[s]>{});
+    }
+  }
+
+  template <std::size_t p>
+  MG_HD MG_INLINE constexpr void step(const Seed& seed) {
+    if constexpr (d.nchild[p] > 0) {
+      const auto& n = occurrence<d.rep[p]>(e_);
+      grads_get<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
+        return n.op.backward(value<d.child[p][j]>()..., value<p>(), adjoint<p>(seed));
+      }(std::make_index_sequence<d.nchild[p]>{});
+    }
+  }
+};
+
+}  // namespace mg::detail

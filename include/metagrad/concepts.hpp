@@ -1,0 +1,113 @@
+// Concepts for operations: what a struct must provide to be differentiated by metagrad.
+//
+// A ctx-free op (StaticOp) is a struct like the built-ins in <metagrad/ops/elementwise.hpp>:
+// `forward(inputs...)` and `backward(inputs..., output, grad_output)`, both callable on plain
+// numbers, returning one gradient (one input) or mg::grads{...} (several inputs).
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+#include <metagrad/grads.hpp>
+
+namespace mg {
+
+namespace detail {
+template <std::size_t>
+using number = double;
+
+template <class F, std::size_t... I>
+concept forward_takes = requires(const F& f, number<I>... x) { f.forward(x...); };
+
+template <class F, std::size_t... I>
+concept backward_takes =
+    requires(const F& f, number<I>... x, double y, double g) { f.backward(x..., y, g); };
+
+template <class F, std::size_t N>
+constexpr bool forward_arity_is() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    return forward_takes<F, I...>;
+  }(std::make_index_sequence<N>{});
+}
+
+// The number of inputs of op F: the smallest N in 1..6 for which forward takes N numbers.
+template <class F>
+constexpr std::size_t op_arity() {
+  if constexpr (forward_arity_is<F, 1>()) return 1;
+  else if constexpr (forward_arity_is<F, 2>()) return 2;
+  else if constexpr (forward_arity_is<F, 3>()) return 3;
+  else if constexpr (forward_arity_is<F, 4>()) return 4;
+  else if constexpr (forward_arity_is<F, 5>()) return 5;
+  else if constexpr (forward_arity_is<F, 6>()) return 6;
+  else return 0;
+}
+
+template <class F, std::size_t N>
+constexpr bool has_backward() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    return backward_takes<F, I...>;
+  }(std::make_index_sequence<N>{});
+}
+
+template <class T>
+struct gradient_count : std::integral_constant<std::size_t, 1> {};
+template <class... Ts>
+struct gradient_count<grads<Ts...>> : std::integral_constant<std::size_t, sizeof...(Ts)> {};
+
+template <class F, std::size_t N>
+constexpr std::size_t backward_gradient_count() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    using R = decltype(std::declval<const F&>().backward(number<I>{}..., 0.0, 0.0));
+    return gradient_count<std::remove_cvref_t<R>>::value;
+  }(std::make_index_sequence<N>{});
+}
+
+template <class F>
+constexpr bool backward_count_ok() {
+  constexpr std::size_t n = op_arity<F>();
+  if constexpr (n == 0 || !has_backward<F, n>()) {
+    return false;
+  } else {
+    return backward_gradient_count<F, n>() == n;
+  }
+}
+
+// Is F elementwise? Yes unless it says `static constexpr bool elementwise = false`.
+template <class F>
+constexpr bool is_elementwise() {
+  if constexpr (requires { F::elementwise; }) {
+    return F::elementwise;
+  } else {
+    return true;
+  }
+}
+}  // namespace detail
+
+/// A ctx-free operation usable in both engines and on both backends.
+template <class F>
+concept StaticOp = std::is_default_constructible_v<F> && (detail::op_arity<F>() > 0) &&
+                   detail::has_backward<F, detail::op_arity<F>()>() &&
+                   detail::backward_count_ok<F>();
+
+namespace detail {
+// Entry points call this so a malformed op is reported in one sentence, not forty candidates.
+template <class F>
+constexpr void diagnose_static_op() {
+  static_assert(std::is_default_constructible_v<F>,
+                "metagrad: a custom op must be default-constructible (a struct of static functions)");
+  static_assert(op_arity<F>() > 0,
+                "metagrad: a custom op needs a static forward(inputs...) callable on numbers");
+  if constexpr (op_arity<F>() > 0) {
+    static_assert(has_backward<F, op_arity<F>()>(),
+                  "metagrad: a custom op needs a static backward(inputs..., output, grad_output)");
+    if constexpr (has_backward<F, op_arity<F>()>()) {
+      static_assert(backward_count_ok<F>(),
+                    "metagrad: backward must return one gradient per input (mg::grads{...} for "
+                    "several)");
+    }
+  }
+}
+}  // namespace detail
+
+}  // namespace mg

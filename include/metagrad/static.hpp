@@ -1,0 +1,181 @@
+// The static engine's function transforms: mg::grad, mg::value_and_grad, mg::hessian.
+//
+// f is any generic callable. It is called once with symbolic leaves (mg::var<I>), which builds
+// its expression type; the planner and the sweep then generate the forward and reverse passes
+// at compile time. Which evaluator runs depends on the arguments: numbers and expressions here,
+// xtensor containers in <metagrad/xtensor.hpp>, mg::tensor in <metagrad/fuse.hpp>.
+#pragma once
+
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <metagrad/detail/expr.hpp>
+#include <metagrad/detail/sweep.hpp>
+
+namespace mg {
+
+namespace detail {
+// Which engine a list of argument types selects. Each family's header specialises engine<>.
+struct scalar_family {};
+template <class T>
+struct family_of {
+  using type = void;
+};
+template <class T>
+  requires(std::is_floating_point_v<T> || Expr<T>)
+struct family_of<T> {
+  using type = scalar_family;
+};
+
+template <class... Fs>
+struct join_family;
+template <>
+struct join_family<> {
+  using type = scalar_family;
+};
+template <class F, class... Fs>
+struct join_family<F, Fs...> {
+  using rest = typename join_family<Fs...>::type;
+  // scalars mix with anything; any other two families must agree
+  using type = std::conditional_t<std::is_same_v<F, scalar_family>, rest,
+                                  std::conditional_t<std::is_same_v<rest, scalar_family> ||
+                                                         std::is_same_v<rest, F>,
+                                                     F, void>>;
+};
+template <class... Args>
+using family_t = typename join_family<typename family_of<std::remove_cvref_t<Args>>::type...>::type;
+
+template <class Family>
+struct engine;  // primary: no engine for these arguments
+
+template <class Family>
+concept HasEngine = requires { sizeof(engine<Family>); };
+
+template <class F, std::size_t... I>
+MG_HD MG_INLINE constexpr auto trace(const F& f, std::index_sequence<I...>) {
+  return as_expr(f(var<I>{}...));
+}
+template <class F, std::size_t N>
+using traced_t = decltype(trace(std::declval<const F&>(), std::make_index_sequence<N>{}));
+
+template <class V>
+MG_HD constexpr auto one_like(const V&) {
+  if constexpr (Expr<V>) {
+    return cst<double>{1.0};
+  } else {
+    return V(1);
+  }
+}
+template <class A>
+MG_HD constexpr auto zero_like(const A&) {
+  if constexpr (Expr<A>) {
+    return cst<double>{0.0};
+  } else {
+    return A(0);
+  }
+}
+// Gradients come back in the argument's type.
+template <class A, class G>
+MG_HD constexpr auto as_arg_type(G&& g) {
+  if constexpr (std::is_arithmetic_v<A>) {
+    return static_cast<A>(g);
+  } else {
+    return std::remove_cvref_t<G>(std::forward<G>(g));
+  }
+}
+
+template <class T>
+constexpr auto bare_or_tuple(T&& t) {
+  if constexpr (std::tuple_size_v<std::remove_cvref_t<T>> == 1) {
+    return std::get<0>(std::forward<T>(t));
+  } else {
+    return std::forward<T>(t);
+  }
+}
+
+template <>
+struct engine<scalar_family> {
+  template <std::size_t... I, class F, class... A>
+  MG_INLINE static constexpr auto value_and_grad(const F& f, const A&... args) {
+    using E = traced_t<F, sizeof...(A)>;
+    const E e = trace(f, std::index_sequence_for<A...>{});
+    const tuple<A...> a{{args}...};
+    using V = typename sweep_types<E, tuple<A...>, plain_policy, int>::template val_t<
+        plan_v<E>.nslots - 1>;
+    using Seed = decltype(one_like(std::declval<const V&>()));
+    sweep<E, tuple<A...>, plain_policy, Seed> s(e, a);
+    s.forward();
+    const Seed seed = one_like(s.result());
+    s.backward(seed);
+    using Args = std::tuple<A...>;
+    return std::pair{s.result(),
+                     std::tuple{as_arg_type<std::tuple_element_t<I, Args>>(
+                         s.template gradient<I>(seed, zero_like(grads_get<I>(a))))...}};
+  }
+};
+
+template <class F, std::size_t... I>
+struct grad_fn {
+  F f;
+  bool with_value;
+
+  template <class... A>
+  constexpr auto operator()(const A&... args) const {
+    using Family = family_t<A...>;
+    static_assert(!std::is_void_v<Family>,
+                  "metagrad: grad takes floating-point numbers, xtensor containers or mg::tensor "
+                  "arguments of one family (numbers may mix with either)");
+    static_assert(HasEngine<Family>,
+                  "metagrad: include <metagrad/metagrad.hpp> (or the header of this argument "
+                  "family) to differentiate with these arguments");
+    static_assert(((I < sizeof...(A)) && ...),
+                  "metagrad: grad<I...> names an argument index the call does not have");
+    return [&]<std::size_t... J>(std::index_sequence<J...>) {
+      auto [v, g] = engine<Family>::template value_and_grad<J...>(f, args...);
+      return std::pair{std::move(v), bare_or_tuple(std::move(g))};
+    }(std::conditional_t<sizeof...(I) == 0, std::index_sequence_for<A...>,
+                         std::index_sequence<I...>>{});
+  }
+};
+
+template <class F, std::size_t... I>
+struct grad_only {
+  grad_fn<F, I...> inner;
+  template <class... A>
+  constexpr auto operator()(const A&... args) const {
+    return inner(args...).second;
+  }
+};
+}  // namespace detail
+
+/// Gradient of a scalar-valued function, as a new function. With no indices, with respect to
+/// every argument (a bare value for one argument, else a std::tuple); `grad<I...>` chooses:
+/// ```cpp
+/// auto f = [](auto x, auto y) { return (sin(x) * y + exp(x * y)) / (1 + x * x); };
+/// auto [dx, dy] = mg::grad(f)(2.0, 3.0);
+/// double d0 = mg::grad<0>(f)(2.0, 3.0);
+/// double d2 = mg::grad(mg::grad<0>(f))(2.0, 3.0);   // grad of grad, generated at compile time
+/// ```
+template <std::size_t... I, class F>
+constexpr auto grad(F f) {
+  return detail::grad_only<F, I...>{{std::move(f), false}};
+}
+
+/// Like grad, but returns {value, gradient(s)}:
+/// ```cpp
+/// auto [v, g] = mg::value_and_grad<0, 1>(f)(2.0, 3.0);   // g is a std::tuple of two
+/// ```
+template <std::size_t... I, class F>
+constexpr auto value_and_grad(F f) {
+  return detail::grad_fn<F, I...>{std::move(f), true};
+}
+
+/// Second derivative of a scalar function with respect to argument I: grad<I>(grad<I>(f)).
+template <std::size_t I, class F>
+constexpr auto hessian(F f) {
+  return grad<I>(grad<I>(std::move(f)));
+}
+
+}  // namespace mg

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what is missing, then builds and runs every test: the Release build (with the Thrust
+# tests on the CPP device system, and the CUDA variants compiled when nvcc exists), the
+# ASan+UBSan build, and the Thrust tests on the OMP device system.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+. scripts/env.sh
+for preset in default asan-ubsan thrust-omp; do
+  echo "=== metagrad: $preset"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset"
+  ctest --preset "$preset" -j "$(nproc)"
+done
+echo "=== metagrad: all test legs passed"

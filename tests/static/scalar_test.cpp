@@ -1,0 +1,115 @@
+// Static engine on float/double: every scalar op through the harness, DAG sharing, grad of
+// grad, custom ops, and the argument/return conventions of grad and value_and_grad.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include <metagrad/static.hpp>
+
+#include "support/harness.hpp"
+
+using mg_test::check_static;
+
+TEST(StaticScalar, Add) { check_static([](auto a, auto b) { return a + b; }, 0.7, -1.3); }
+TEST(StaticScalar, Sub) { check_static([](auto a, auto b) { return a - b; }, 0.7, -1.3); }
+TEST(StaticScalar, Mul) { check_static([](auto a, auto b) { return a * b; }, 0.7, -1.3); }
+TEST(StaticScalar, Div) { check_static([](auto a, auto b) { return a / b; }, 0.7, -1.3); }
+TEST(StaticScalar, Neg) { check_static([](auto a) { return -a; }, 0.7); }
+TEST(StaticScalar, Exp) { check_static([](auto a) { return exp(a); }, 0.7); }
+TEST(StaticScalar, Log) { check_static([](auto a) { return log(a); }, 0.7); }
+TEST(StaticScalar, Sin) { check_static([](auto a) { return sin(a); }, 0.7); }
+TEST(StaticScalar, Cos) { check_static([](auto a) { return cos(a); }, 0.7); }
+TEST(StaticScalar, Tanh) { check_static([](auto a) { return tanh(a); }, 0.7); }
+TEST(StaticScalar, PowScalarExponent) {
+  check_static([](auto a) { return pow(a, 3.5); }, 0.7);
+  check_static([](auto a) { return pow(a, -2); }, 1.7);
+}
+TEST(StaticScalar, SumAndMatmulOfScalars) {
+  check_static([](auto a, auto b) { return mg::sum(a * b) + mg::matmul(a, b); }, 0.7, -1.3);
+}
+TEST(StaticScalar, MixedWithConstants) {
+  check_static([](auto x, auto y) { return (sin(x) * y + exp(x * y)) / (1 + x * x); }, 2.0, 3.0);
+  check_static([](auto x) { return 2.0 * x - 3 + x / 4.0 - 1 / x; }, 1.3);
+}
+
+TEST(StaticScalar, SharedSubexpressionIsOneSlot) {
+  // t = x*y appears twice and sin(t) once: three distinct nodes, not five
+  auto f = [](auto x, auto y) {
+    auto t = x * y;
+    return t + sin(t);
+  };
+  using E = mg::detail::traced_t<decltype(f), 2>;
+  static_assert(mg::detail::tree_info<E>::count == 8);   // occurrences in the tree
+  static_assert(mg::detail::plan_v<E>.nslots == 5);      // x, y, t, sin(t), t + sin(t)
+  check_static(f, 0.4, 1.1);
+}
+
+TEST(StaticScalar, ConstantsAreNotMergedAcrossOccurrences) {
+  // pow(x, 2) and pow(x, 3) have the same type; their exponents must stay distinct.
+  auto f = [](auto x) { return pow(x, 2) + pow(x, 3); };
+  EXPECT_DOUBLE_EQ(mg::grad(f)(1.5), 2 * 1.5 + 3 * 1.5 * 1.5);
+  check_static(f, 1.5);
+}
+
+TEST(StaticScalar, GradConventions) {
+  auto f = [](auto x, auto y) { return x * x * y; };
+  auto [dx, dy] = mg::grad(f)(2.0, 3.0);
+  EXPECT_DOUBLE_EQ(dx, 12.0);
+  EXPECT_DOUBLE_EQ(dy, 4.0);
+  const double d1 = mg::grad<1>(f)(2.0, 3.0);
+  EXPECT_DOUBLE_EQ(d1, 4.0);
+  auto [v, g] = mg::value_and_grad<0, 1>(f)(2.0, 3.0);
+  EXPECT_DOUBLE_EQ(v, 12.0);
+  EXPECT_DOUBLE_EQ(std::get<0>(g), 12.0);
+  EXPECT_DOUBLE_EQ(std::get<1>(g), 4.0);
+  // an argument the function ignores has a zero gradient
+  EXPECT_DOUBLE_EQ(mg::grad<1>([](auto x, auto) { return x; })(2.0, 3.0), 0.0);
+  // identity and constant functions
+  EXPECT_DOUBLE_EQ(mg::grad([](auto x) { return x; })(2.0), 1.0);
+}
+
+TEST(StaticScalar, FloatArgumentsGiveFloatGradients) {
+  auto f = [](auto x) { return sin(x) * x; };
+  auto g = mg::grad(f)(0.5f);
+  static_assert(std::is_same_v<decltype(g), float>);
+  EXPECT_NEAR(g, std::cos(0.5) * 0.5 + std::sin(0.5), 1e-6);
+}
+
+TEST(StaticScalar, GradOfGradOfGrad) {
+  auto f = [](auto x) { return exp(2 * x) * sin(x); };
+  const double x = 0.3;
+  // f''' = e^{2x} (2 sin x + 11 cos x)
+  const double exact = std::exp(2 * x) * (2 * std::sin(x) + 11 * std::cos(x));
+  EXPECT_NEAR(mg::grad(mg::grad(mg::grad(f)))(x), exact, 1e-12 * std::fabs(exact) + 1e-12);
+  EXPECT_NEAR(mg::hessian<0>(f)(x), std::exp(2 * x) * (3 * std::sin(x) + 4 * std::cos(x)), 1e-12);
+}
+
+struct softplus {
+  static auto forward(const auto& x) {
+    using std::exp, std::log;
+    return log(1 + exp(x));
+  }
+  // d/dx log(1 + e^x) = 1 - 1/(1 + e^x) = 1 - exp(-y)
+  static auto backward(const auto&, const auto& y, const auto& g) {
+    using std::exp;
+    return g * (1 - exp(-y));
+  }
+};
+static_assert(mg::StaticOp<softplus>);
+
+struct hypot2 {  // sqrt(a^2 + b^2) as one op with two inputs
+  static auto forward(const auto& a, const auto& b) {
+    using std::pow;
+    return pow(a * a + b * b, 0.5);
+  }
+  // d/da = a / y, d/db = b / y
+  static auto backward(const auto& a, const auto& b, const auto& y, const auto& g) {
+    return mg::grads{g * a / y, g * b / y};
+  }
+};
+static_assert(mg::StaticOp<hypot2>);
+
+TEST(StaticScalar, CustomOps) {
+  check_static([](auto x) { return mg::apply<softplus>(x * x); }, 0.5);
+  check_static([](auto a, auto b) { return mg::apply<hypot2>(a, b) * a; }, 0.6, -1.7);
+}
