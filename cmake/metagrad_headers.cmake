@@ -6,12 +6,15 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/ops/elementwise.hpp
   include/metagrad/ops/shaped.hpp
   include/metagrad/static.hpp
+  include/metagrad/xtensor.hpp
 )
 set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/config.hpp
   detail/metagrad/detail/expr.hpp
   detail/metagrad/detail/plan.hpp
+  detail/metagrad/detail/simd.hpp
   detail/metagrad/detail/sweep.hpp
+  detail/metagrad/detail/xt_algebra.hpp
 )
 set(METAGRAD_CUDA_HEADERS
 )

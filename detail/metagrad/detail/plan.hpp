@@ -12,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include <metagrad/detail/config.hpp>
 #include <metagrad/detail/expr.hpp>
@@ -46,14 +47,10 @@ struct tree_info<node<Op, A...>> {
   }();
 };
 
-// The address of tag<T> identifies the type T inside constant expressions.
-template <class T>
-inline constexpr char tag = 0;
-
 template <std::size_t N, std::size_t K>
 struct plan_data {
   // per occurrence, in post-order
-  std::array<const void*, N> otag{};
+  std::array<std::size_t, N> canon{};  // the first occurrence of the same type
   std::array<bool, N> ostateless{};
   std::array<std::size_t, N> onchild{};
   std::array<std::array<std::size_t, K>, N> ochild{};
@@ -79,11 +76,44 @@ constexpr std::size_t record(D& d, std::size_t& pos) {
     }(std::type_identity<E>{});
   }
   const std::size_t me = pos++;
-  d.otag[me] = &tag<E>;
   d.ostateless[me] = T::stateless;
   d.onchild[me] = T::arity;
   for (std::size_t i = 0; i < T::arity; ++i) d.ochild[me][i] = kids[i];
   return me;
+}
+
+// The object of occurrence o inside the expression e (a chain of member accesses).
+template <std::size_t o, class E>
+MG_HD MG_INLINE constexpr const auto& occurrence(const E& e) {
+  if constexpr (o + 1 == tree_info<E>::count) {
+    return e;
+  } else {
+    constexpr auto& start = tree_info<E>::start;
+    constexpr std::size_t i = [] {
+      std::size_t c = 0;
+      while (start[c + 1] <= o) ++c;
+      return c;
+    }();
+    return occurrence<o - start[i]>(grads_get<i>(e.args));
+  }
+}
+
+template <class E, std::size_t o>
+using occurrence_t = std::remove_cvref_t<decltype(occurrence<o>(std::declval<const E&>()))>;
+
+// The first occurrence q <= o whose type is that of occurrence o. Types are compared with
+// is_same (address or name comparisons are not constant expressions under sanitizers).
+template <class E, std::size_t o, std::size_t... q>
+constexpr std::size_t first_same(std::index_sequence<q...>) {
+  std::size_t r = o;
+  ((r = (r == o && std::is_same_v<occurrence_t<E, q>, occurrence_t<E, o>>) ? q : r), ...);
+  return r;
+}
+
+template <class E, std::size_t... o>
+constexpr auto canonical_occurrences(std::index_sequence<o...>) {
+  return std::array<std::size_t, sizeof...(o)>{
+      first_same<E, o>(std::make_index_sequence<o + 1>{})...};
 }
 
 template <class E>
@@ -93,12 +123,12 @@ constexpr auto make_plan() {
   plan_data<N, K> d{};
   std::size_t pos = 0;
   record<E>(d, pos);
+  d.canon = canonical_occurrences<E>(std::make_index_sequence<N>{});
   // Deduplicate stateless subtrees by type; post-order keeps children before parents.
   for (std::size_t o = 0; o < N; ++o) {
     std::size_t found = N;
     if (d.ostateless[o]) {
-      for (std::size_t q = 0; q < o; ++q)
-        if (d.ostateless[q] && d.otag[q] == d.otag[o]) found = d.slot_of[q];
+      if (d.canon[o] != o) found = d.slot_of[d.canon[o]];
     }
     if (found != N) {
       d.slot_of[o] = found;
@@ -133,25 +163,11 @@ inline constexpr auto plan_v = make_plan<E>();
 template <class E, std::size_t I>
 constexpr std::size_t slot_of_var() {
   constexpr auto& d = plan_v<E>;
-  for (std::size_t o = 0; o < tree_info<E>::count; ++o)
-    if (d.otag[o] == &tag<var<I>>) return d.slot_of[o];
-  return d.nslots;
-}
-
-// The object of occurrence o inside the expression e (a chain of member accesses).
-template <std::size_t o, class E>
-MG_HD MG_INLINE constexpr const auto& occurrence(const E& e) {
-  if constexpr (o + 1 == tree_info<E>::count) {
-    return e;
-  } else {
-    constexpr auto& start = tree_info<E>::start;
-    constexpr std::size_t i = [] {
-      std::size_t c = 0;
-      while (start[c + 1] <= o) ++c;
-      return c;
-    }();
-    return occurrence<o - start[i]>(grads_get<i>(e.args));
-  }
+  return [&]<std::size_t... o>(std::index_sequence<o...>) {
+    std::size_t r = d.nslots;
+    ((r = std::is_same_v<occurrence_t<E, o>, var<I>> ? d.slot_of[o] : r), ...);
+    return r;
+  }(std::make_index_sequence<tree_info<E>::count>{});
 }
 
 }  // namespace mg::detail

@@ -21,13 +21,17 @@ namespace mg::detail {
 
 // Values kept as computed; gradients already have their input's shape (scalars, packs, nodes).
 struct plain_policy {
-  template <class X>
+  template <class Op, class X>
   MG_HD MG_INLINE static constexpr auto keep(X&& x) {
     return std::remove_cvref_t<X>(std::forward<X>(x));
   }
   template <class G, class X>
   MG_HD MG_INLINE static constexpr auto reduce_like(G&& g, const X&) {
     return std::remove_cvref_t<G>(std::forward<G>(g));
+  }
+  template <class B>
+  MG_HD MG_INLINE static constexpr auto keep_bwd(B&& b) {
+    return std::remove_cvref_t<B>(std::forward<B>(b));
   }
 };
 
@@ -85,7 +89,7 @@ struct sweep_types {
   template <std::size_t s, class Op, class... A>
   struct val<s, node<Op, A...>> {
     template <std::size_t... j>
-    static auto f(std::index_sequence<j...>) -> decltype(Policy::keep(
+    static auto f(std::index_sequence<j...>) -> decltype(Policy::template keep<Op>(
         std::declval<const Op&>().forward(std::declval<const typename val<d.child[s][j]>::type&>()...)));
     using type = std::remove_cvref_t<decltype(f(std::index_sequence_for<A...>{}))>;
   };
@@ -106,9 +110,10 @@ struct sweep_types {
   template <std::size_t p, class Op, class... A>
   struct bwd<p, node<Op, A...>> {
     template <std::size_t... j>
-    static auto f(std::index_sequence<j...>) -> decltype(std::declval<const Op&>().backward(
-        std::declval<const val_t<d.child[p][j]>&>()..., std::declval<const val_t<p>&>(),
-        std::declval<const adj_t<p>&>()));
+    static auto f(std::index_sequence<j...>) -> decltype(Policy::keep_bwd(
+        std::declval<const Op&>().backward(std::declval<const val_t<d.child[p][j]>&>()...,
+                                           std::declval<const val_t<p>&>(),
+                                           std::declval<const adj_t<p>&>())));
     using type = std::remove_cvref_t<decltype(f(std::index_sequence_for<A...>{}))>;
   };
   template <std::size_t p>
@@ -209,7 +214,8 @@ class sweep {
     if constexpr (d.nchild[s] > 0) {
       const auto& n = occurrence<d.rep[s]>(e_);
       grads_get<s>(vals_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
-        return Policy::keep(n.op.forward(value<d.child[s][j]>()...));
+        using Op = std::remove_cvref_t<decltype(n.op)>;
+        return Policy::template keep<Op>(n.op.forward(value<d.child[s][j]>()...));
       }(std::make_index_sequence<d.nchild[s]>{});
     }
   }
@@ -219,7 +225,8 @@ class sweep {
     if constexpr (d.nchild[p] > 0) {
       const auto& n = occurrence<d.rep[p]>(e_);
       grads_get<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
-        return n.op.backward(value<d.child[p][j]>()..., value<p>(), adjoint<p>(seed));
+        return Policy::keep_bwd(
+            n.op.backward(value<d.child[p][j]>()..., value<p>(), adjoint<p>(seed)));
       }(std::make_index_sequence<d.nchild[p]>{});
     }
   }

@@ -1,0 +1,183 @@
+// Array functions on xtensor expressions for the shaped ops (sum, sum along an axis, matmul)
+// and the policy under which the static engine keeps xtensor values materialised.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+#include <xtensor/xexception.hpp>
+#include <xtensor/xbroadcast.hpp>
+#include <xtensor/xmanipulation.hpp>
+#include <xtensor/xreducer.hpp>
+#include <xtensor/xmath.hpp>
+
+#include <metagrad/error.hpp>
+#include <metagrad/ops/shaped.hpp>
+#include <metagrad/detail/sweep.hpp>
+
+extern "C" {
+// Fortran BLAS (OpenBLAS, linked by metagrad::metagrad). Column-major.
+void dgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k,
+            const double* alpha, const double* a, const int* lda, const double* b, const int* ldb,
+            const double* beta, double* c, const int* ldc);
+void sgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k,
+            const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
+            const float* beta, float* c, const int* ldc);
+}
+
+namespace mg::detail {
+
+template <class T>
+concept XtExpr = xt::is_xexpression<std::remove_cvref_t<T>>::value;
+
+template <class S>
+std::string shape_string(const S& s) {
+  std::string r = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) r += ',';
+    r += std::to_string(s[i]);
+  }
+  r += ']';
+  return r;
+}
+
+// C(m,n) = A(m,k) B(k,n), all row-major and contiguous: computed as C^T = B^T A^T in BLAS's
+// column-major view, which needs no transposition.
+template <class T>
+void gemm_row_major(int m, int n, int k, const T* a, const T* b, T* c) {
+  const char no = 'N';
+  const T one = 1, zero = 0;
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int i = 0; i < m * n; ++i) c[i] = 0;
+    return;
+  }
+  if constexpr (std::is_same_v<T, double>) {
+    dgemm_(&no, &no, &n, &m, &k, &one, b, &n, a, &k, &zero, c, &n);
+  } else {
+    sgemm_(&no, &no, &n, &m, &k, &one, b, &n, a, &k, &zero, c, &n);
+  }
+}
+
+template <class X>
+using xt_value_t = typename std::remove_cvref_t<X>::value_type;
+
+template <class X>
+  requires XtExpr<X>
+struct algebra_impl<X> {
+  static auto sum(const auto& x) {
+    using T = xt_value_t<decltype(x)>;
+    return xt::xarray<T>(xt::sum(x));
+  }
+  static auto sum(const auto& x, std::ptrdiff_t axis) {
+    using T = xt_value_t<decltype(x)>;
+    const auto d = static_cast<std::ptrdiff_t>(x.dimension());
+    if (axis < -d || axis >= d)
+      fail("sum: axis ", axis, " is out of range for shape ", shape_string(x.shape()),
+           "; use an axis in [", -d, ", ", d - 1, "]");
+    const std::size_t a = static_cast<std::size_t>(axis < 0 ? axis + d : axis);
+    return xt::xarray<T>(xt::sum(x, {a}));
+  }
+  // axis counts in the result, which has one dimension more than g
+  static auto unsqueeze(const auto& g, std::ptrdiff_t axis) {
+    using T = xt_value_t<decltype(g)>;
+    const auto d = static_cast<std::ptrdiff_t>(g.dimension()) + 1;
+    return xt::xarray<T>(xt::expand_dims(g, static_cast<std::size_t>(axis < 0 ? axis + d : axis)));
+  }
+  static auto expand_as(const auto& g, const auto& x) {
+    using T = xt_value_t<decltype(g)>;
+    return xt::xarray<T>(xt::broadcast(g, x.shape()));
+  }
+  static auto transpose(const auto& x) {
+    using T = xt_value_t<decltype(x)>;
+    return xt::xarray<T>(xt::transpose(x));
+  }
+  static auto matmul(const auto& a, const auto& b) {
+    using T = std::common_type_t<xt_value_t<decltype(a)>, xt_value_t<decltype(b)>>;
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                  "metagrad: matmul works on float or double arrays");
+    if (a.dimension() != 2 || b.dimension() != 2 || a.shape()[1] != b.shape()[0])
+      fail("matmul: shapes ", shape_string(a.shape()), " and ", shape_string(b.shape()),
+           " do not multiply; matmul takes (m,k) and (k,n) matrices");
+    const xt::xarray<T, xt::layout_type::row_major> ca = a, cb = b;
+    const auto m = ca.shape()[0], k = ca.shape()[1], n = cb.shape()[1];
+    xt::xarray<T> c = xt::xarray<T>::from_shape({m, n});
+    gemm_row_major<T>(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), ca.data(),
+                      cb.data(), c.data());
+    return c;
+  }
+};
+
+// Sums a gradient g (in an op's output shape) back to the shape of the input x it belongs to:
+// over the leading axes x lacks and over the axes where x has extent 1 (numpy broadcasting).
+template <class G, class X>
+auto reduce_to_shape_of(const G& g, const X& x) {
+  if constexpr (std::is_arithmetic_v<X>) {
+    if constexpr (std::is_arithmetic_v<G>) {
+      return static_cast<X>(g);
+    } else {
+      return static_cast<X>(xt::sum(g)());
+    }
+  } else {
+    using T = xt_value_t<X>;
+    if constexpr (std::is_arithmetic_v<G>) {
+      return xt::xarray<T>(xt::broadcast(static_cast<T>(g), x.shape()));
+    } else {
+      const auto& gs = g.shape();
+      const auto& xs = x.shape();
+      if (gs.size() == xs.size() && std::equal(gs.begin(), gs.end(), xs.begin()))
+        return xt::xarray<T>(g);
+      const std::size_t lead = gs.size() - xs.size();
+      std::vector<std::size_t> axes;
+      for (std::size_t i = 0; i < gs.size(); ++i)
+        if (i < lead || (xs[i - lead] == 1 && gs[i] != 1)) axes.push_back(i);
+      xt::xarray<T> r = xt::sum(g, axes);
+      r.reshape(std::vector<std::size_t>(xs.begin(), xs.end()));
+      return r;
+    }
+  }
+}
+
+struct void_op {
+  static constexpr const char* name = "backward";
+};
+
+// Static-engine policy for xtensor values: every slot is materialised once (so shared
+// subexpressions and the values backward needs are computed once), and broadcast gradients
+// are summed back to their input's shape.
+struct xt_policy {
+  template <class Op, class X>
+  static auto keep(X&& x) {
+    if constexpr (XtExpr<X>) {
+      try {
+        return xt::xarray<xt_value_t<X>>(std::forward<X>(x));
+      } catch (const xt::broadcast_error& e) {
+        fail(Op::name, ": the operands' shapes do not broadcast (", e.what(),
+             "); make the shapes agree or give the smaller one extent 1 where they differ");
+      }
+    } else {
+      return std::remove_cvref_t<X>(std::forward<X>(x));
+    }
+  }
+  template <class G, class X>
+  static auto reduce_like(const G& g, const X& x) {
+    return reduce_to_shape_of(g, x);
+  }
+  template <class B>
+  static auto keep_bwd(B&& b) {
+    if constexpr (is_grads_v<std::remove_cvref_t<B>>) {
+      return [&]<std::size_t... k>(std::index_sequence<k...>) {
+        return grads{keep<void_op>(get<k>(b))...};
+      }(std::make_index_sequence<std::remove_cvref_t<B>::size>{});
+    } else {
+      return keep<void_op>(std::forward<B>(b));
+    }
+  }
+};
+
+}  // namespace mg::detail

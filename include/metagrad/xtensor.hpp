@@ -1,0 +1,271 @@
+// The static engine on xtensor arrays (xt::xtensor, xt::xtensor_fixed, xt::xarray and
+// expressions), mixed freely with float/double arguments.
+//
+// Two evaluators, chosen at compile time from the expression type and at run time from the
+// shapes:
+// - fused: when f is `sum(elementwise expression)` and the array arguments share one shape,
+//   forward and backward run together in ONE loop over SIMD packs (xsimd through
+//   detail/simd.hpp); every intermediate lives in registers and each argument's gradient is
+//   written once. This is the loop one would write by hand.
+// - general: otherwise (broadcasting, sum along an axis, matmul, non-sum roots) each distinct
+//   node is materialised once as an xt::xarray, and broadcast gradients are summed back to each
+//   argument's shape.
+#pragma once
+
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <xtensor/xarray.hpp>
+
+#include <metagrad/concepts.hpp>
+#include <metagrad/detail/simd.hpp>
+#include <metagrad/detail/xt_algebra.hpp>
+#include <metagrad/error.hpp>
+#include <metagrad/static.hpp>
+
+namespace mg {
+
+namespace detail {
+struct xtensor_family {};
+
+template <class T>
+  requires XtExpr<T>
+struct family_of<T> {
+  using type = xtensor_family;
+};
+
+// Is every node of E elementwise (no shaped op anywhere)?
+template <class E>
+inline constexpr bool all_elementwise_v = true;
+template <class Op, class... A>
+inline constexpr bool all_elementwise_v<node<Op, A...>> =
+    is_elementwise<Op>() && (all_elementwise_v<A> && ...);
+
+template <class E>
+inline constexpr bool fusible_v = false;
+template <class Inner>
+inline constexpr bool fusible_v<node<sum_op, Inner>> = all_elementwise_v<Inner>;
+
+template <class A>
+struct value_of {
+  using type = A;  // a number
+};
+template <XtExpr A>
+struct value_of<A> {
+  using type = xt_value_t<A>;
+};
+
+// An array argument's gradient holder: the argument's own container type when it is one,
+// else an xt::xarray.
+template <class A, class T>
+auto gradient_like(const A& a) {
+  using R = std::remove_cvref_t<A>;
+  if constexpr (requires { R::from_shape(a.shape()); } && std::is_same_v<xt_value_t<R>, T>) {
+    return R::from_shape(a.shape());
+  } else {
+    return xt::xarray<T>::from_shape(a.shape());
+  }
+}
+
+template <>
+struct engine<xtensor_family> {
+  template <std::size_t... I, class F, class... A>
+  static auto value_and_grad(const F& f, const A&... args) {
+    using E = traced_t<F, sizeof...(A)>;
+    const E e = trace(f, std::index_sequence_for<A...>{});
+    if constexpr (fusible_v<E>) {
+      if (same_shapes(args...)) return fused<I...>(e, args...);
+    }
+    return general<I...>(e, args...);
+  }
+
+ private:
+  // Do all array arguments have the first array argument's shape?
+  template <class... A>
+  static bool same_shapes(const A&... args) {
+    bool ok = true;
+    std::vector<std::size_t> ref;
+    bool have = false;
+    auto cmp = [&](const auto& a) {
+      if constexpr (XtExpr<decltype(a)>) {
+        std::vector<std::size_t> s(a.shape().begin(), a.shape().end());
+        if (!have) {
+          ref = std::move(s);
+          have = true;
+        } else if (s != ref) {
+          ok = false;
+        }
+      }
+    };
+    (cmp(args), ...);
+    return ok;
+  }
+
+  // One SIMD loop: forward and reverse sweep of the summed elementwise expression per pack.
+  template <std::size_t... I, class E, class... A>
+  static auto fused(const E& e, const A&... args) {
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    static_assert(std::is_floating_point_v<T>, "metagrad: arrays must hold float or double");
+    using P = pack<T>;
+    const auto& inner = grads_get<0>(e.args);
+    using In = std::remove_cvref_t<decltype(inner)>;
+
+    // contiguous row-major copies only where the argument is not already one
+    auto contiguous = [](const auto& a) {
+      if constexpr (XtExpr<decltype(a)>) {
+        return xt::xarray<T, xt::layout_type::row_major>(a);
+      } else {
+        return static_cast<T>(a);
+      }
+    };
+    const std::tuple<decltype(contiguous(args))...> data{contiguous(args)...};
+    std::size_t n = 0;
+    std::apply([&](const auto&... d) { ((n = arg_size(d, n)), ...); }, data);
+
+    auto grads_out = std::tuple{make_out<T>(std::get<I>(std::forward_as_tuple(args...)))...};
+    P acc(T(0));
+    std::array<P, sizeof...(I) + 1> gacc;
+    gacc.fill(P(T(0)));
+    const P seed(T(1));
+    std::size_t i = 0;
+    for (; i + P::size <= n; i += P::size) {
+      const auto a = load_all<P>(data, i, std::index_sequence_for<A...>{});
+      sweep<In, decltype(a), plain_policy, P> s(inner, a);
+      s.forward();
+      acc += P(s.result());
+      s.backward(seed);
+      store_all<I...>(s, seed, grads_out, gacc, i, std::make_index_sequence<sizeof...(I)>{});
+    }
+    T tail = 0;
+    std::array<T, sizeof...(I) + 1> gtail{};
+    for (; i < n; ++i) {
+      const auto a = load_all<T>(data, i, std::index_sequence_for<A...>{});
+      sweep<In, decltype(a), plain_policy, T> s(inner, a);
+      s.forward();
+      tail += static_cast<T>(s.result());
+      s.backward(T(1));
+      store_all<I...>(s, T(1), grads_out, gtail, i, std::make_index_sequence<sizeof...(I)>{});
+    }
+    // numbers among the arguments: their gradient is the sum over all elements
+    finish_scalars<I...>(grads_out, gacc, gtail, std::make_index_sequence<sizeof...(I)>{});
+    const T value = acc.reduce_add() + tail;
+    return std::pair{value, std::move(grads_out)};
+  }
+
+  template <class D>
+  static std::size_t arg_size(const D& d, std::size_t n) {
+    if constexpr (std::is_arithmetic_v<D>) {
+      return n;
+    } else {
+      return d.size();
+    }
+  }
+
+  template <class V, class Data, std::size_t... k>
+  MG_INLINE static auto load_all(const Data& data, std::size_t i, std::index_sequence<k...>) {
+    return tuple<std::conditional_t<k == k, V, void>...>{{load_one<V>(std::get<k>(data), i)}...};
+  }
+  template <class V, class D>
+  MG_INLINE static V load_one(const D& d, std::size_t i) {
+    if constexpr (std::is_arithmetic_v<D>) {
+      return V(d);
+    } else if constexpr (std::is_arithmetic_v<V>) {
+      return d.data()[i];
+    } else {
+      return V::load(d.data() + i);
+    }
+  }
+
+  // gradient holder for argument k: an array like it, or a number
+  template <class T, class A>
+  static auto make_out(const A& a) {
+    if constexpr (XtExpr<A>) {
+      return gradient_like<A, T>(a);
+    } else {
+      return static_cast<A>(0);
+    }
+  }
+
+  template <std::size_t... I, class S, class V, class Out, class Acc, std::size_t... j>
+  MG_INLINE static void store_all(const S& s, const V& seed, Out& out, Acc& acc, std::size_t i,
+                                  std::index_sequence<j...>) {
+    (store_one<I, j>(s, seed, out, acc, i), ...);
+  }
+  template <std::size_t I, std::size_t j, class S, class V, class Out, class Acc>
+  MG_INLINE static void store_one(const S& s, const V& seed, Out& out, Acc& acc, std::size_t i) {
+    const V g = V(s.template gradient<I>(seed, V(0)));
+    auto& o = std::get<j>(out);
+    if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(o)>>) {
+      acc[j] += g;
+    } else if constexpr (std::is_arithmetic_v<V>) {
+      o.data()[i] = g;
+    } else {
+      g.store(o.data() + i);
+    }
+  }
+  template <std::size_t... I, class Out, class PAcc, class TAcc, std::size_t... j>
+  static void finish_scalars(Out& out, const PAcc& pacc, const TAcc& tacc,
+                             std::index_sequence<j...>) {
+    auto one = [&](auto& o, std::size_t jj) {
+      using O = std::remove_cvref_t<decltype(o)>;
+      if constexpr (std::is_arithmetic_v<O>) o = static_cast<O>(pacc[jj].reduce_add() + tacc[jj]);
+    };
+    (one(std::get<j>(out), j), ...);
+  }
+
+  // Each distinct node materialised once; any shapes, any ops.
+  template <std::size_t... I, class E, class... A>
+  static auto general(const E& e, const A&... args) {
+    using Args = tuple<const A&...>;
+    const Args a{{args}...};
+    using Root = typename sweep_types<E, Args, xt_policy, int>::template val_t<plan_v<E>.nslots - 1>;
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    using Seed = std::conditional_t<std::is_arithmetic_v<Root>, Root, xt::xarray<T>>;
+    sweep<E, Args, xt_policy, Seed> s(e, a);
+    s.forward();
+    const auto& r = s.result();
+    Seed seed{};
+    T value{};
+    if constexpr (std::is_arithmetic_v<Root>) {
+      seed = Root(1);
+      value = static_cast<T>(r);
+    } else {
+      if (r.size() != 1)
+        fail("grad: the function must return a scalar (a 0-d or one-element array) but returned "
+             "shape ",
+             shape_string(r.shape()), "; reduce it, e.g. with mg::sum");
+      seed = xt::ones<T>(r.shape());
+      value = static_cast<T>(*r.begin());
+    }
+    s.backward(seed);
+    return std::pair{value, std::tuple{to_argument<T>(s.template gradient<I>(seed, unused{}),
+                                                      std::get<I>(std::forward_as_tuple(args...)))...}};
+  }
+
+  struct unused {};
+
+  // A gradient in its argument's type (zeros when f does not use the argument).
+  template <class T, class G, class A>
+  static auto to_argument(const G& g, const A& a) {
+    if constexpr (std::is_arithmetic_v<A>) {
+      if constexpr (std::is_same_v<G, unused>) {
+        return A(0);
+      } else {
+        return static_cast<A>(reduce_to_shape_of(g, a));
+      }
+    } else {
+      auto out = gradient_like<A, T>(a);
+      if constexpr (std::is_same_v<G, unused>) {
+        out.fill(T(0));
+      } else {
+        out = reduce_to_shape_of(g, a);
+      }
+      return out;
+    }
+  }
+};
+}  // namespace detail
+
+}  // namespace mg
