@@ -105,24 +105,21 @@ struct engine<xtensor_family> {
 
   // One SIMD loop: forward and reverse sweep of the summed elementwise expression per pack.
   template <std::size_t... I, class E, class... A>
-  static auto fused(const E& e, const A&... args) {
+  MG_FLATTEN static auto fused(const E& e, const A&... args) {
     using T = std::common_type_t<typename value_of<A>::type...>;
     static_assert(std::is_floating_point_v<T>, "metagrad: arrays must hold float or double");
     using P = pack<T>;
     const auto& inner = grads_get<0>(e.args);
     using In = std::remove_cvref_t<decltype(inner)>;
 
-    // contiguous row-major copies only where the argument is not already one
-    auto contiguous = [](const auto& a) {
-      if constexpr (XtExpr<decltype(a)>) {
-        return xt::xarray<T, xt::layout_type::row_major>(a);
-      } else {
-        return static_cast<T>(a);
-      }
-    };
-    const std::tuple<decltype(contiguous(args))...> data{contiguous(args)...};
+    // contiguous row-major arrays of T are read in place; anything else is copied once
+    std::tuple<std::conditional_t<XtExpr<A>, xt::xarray<T, xt::layout_type::row_major>, char>...>
+        copies;
+    const auto data = [&]<std::size_t... k>(std::index_sequence<k...>) {
+      return std::tuple{source<T>(args, std::get<k>(copies))...};
+    }(std::index_sequence_for<A...>{});
     std::size_t n = 0;
-    std::apply([&](const auto&... d) { ((n = arg_size(d, n)), ...); }, data);
+    ((n = arg_size(args, n)), ...);
 
     auto grads_out = std::tuple{make_out<T>(std::get<I>(std::forward_as_tuple(args...)))...};
     P acc(T(0));
@@ -154,6 +151,21 @@ struct engine<xtensor_family> {
     return std::pair{value, std::move(grads_out)};
   }
 
+  // Where the fused loop reads argument a: a number, or a pointer to contiguous elements.
+  template <class T, class A, class C>
+  static auto source(const A& a, C& copy) {
+    if constexpr (!XtExpr<A>) {
+      return static_cast<T>(a);
+    } else {
+      if constexpr (requires { a.data(); a.layout(); } &&
+                    std::is_same_v<std::remove_cv_t<xt_value_t<A>>, T>) {
+        if (a.layout() == xt::layout_type::row_major) return static_cast<const T*>(a.data());
+      }
+      copy = a;
+      return static_cast<const T*>(copy.data());
+    }
+  }
+
   template <class D>
   static std::size_t arg_size(const D& d, std::size_t n) {
     if constexpr (std::is_arithmetic_v<D>) {
@@ -172,9 +184,9 @@ struct engine<xtensor_family> {
     if constexpr (std::is_arithmetic_v<D>) {
       return V(d);
     } else if constexpr (std::is_arithmetic_v<V>) {
-      return d.data()[i];
+      return d[i];
     } else {
-      return V::load(d.data() + i);
+      return V::load(d + i);
     }
   }
 
@@ -218,30 +230,77 @@ struct engine<xtensor_family> {
   // Each distinct node materialised once; any shapes, any ops.
   template <std::size_t... I, class E, class... A>
   static auto general(const E& e, const A&... args) {
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    return general_sweep<I...>(e, std::tuple<const A&...>{args...}, [](const auto& r) {
+      using R = std::remove_cvref_t<decltype(r)>;
+      if constexpr (std::is_arithmetic_v<R>) {
+        return R(1);
+      } else {
+        if (r.size() != 1)
+          fail("grad: the function must return a scalar (a 0-d or one-element array) but "
+               "returned shape ",
+               shape_string(r.shape()), "; reduce it, e.g. with mg::sum");
+        return xt::xarray<T>(xt::ones<T>(r.shape()));
+      }
+    });
+  }
+
+ public:
+  // f's value on arrays (any shape), by the general evaluator.
+  template <class F, class... A>
+  static auto value(const F& f, const A&... args) {
+    using E = traced_t<F, sizeof...(A)>;
+    const E e = trace(f, std::index_sequence_for<A...>{});
     using Args = tuple<const A&...>;
     const Args a{{args}...};
-    using Root = typename sweep_types<E, Args, xt_policy, int>::template val_t<plan_v<E>.nslots - 1>;
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    sweep<E, Args, xt_policy, xt::xarray<T>> s(e, a);
+    s.forward();
+    return xt::xarray<T>(s.result());
+  }
+
+  // The vector-Jacobian product of f at args with the cotangent `seed` (f's output shape):
+  // the gradient of sum(seed * f) with respect to arguments I..., in the arguments' types.
+  template <std::size_t... I, class F, class S, class... A>
+  static auto vjp(const F& f, const S& seed, const A&... args) {
+    using E = traced_t<F, sizeof...(A)>;
+    const E e = trace(f, std::index_sequence_for<A...>{});
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    return general_sweep<I...>(e, std::tuple<const A&...>{args...}, [&](const auto& r) {
+             if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(r)>>) {
+               if (!std::equal(r.shape().begin(), r.shape().end(), seed.shape().begin(),
+                               seed.shape().end()))
+                 fail("vjp: the cotangent has shape ", shape_string(seed.shape()),
+                      " but the function's value has shape ", shape_string(r.shape()),
+                      "; pass a cotangent of the value's shape");
+             }
+             return xt::xarray<T>(seed);
+           })
+        .second;
+  }
+
+ private:
+  template <std::size_t... I, class E, class... A, class SeedOf>
+  static auto general_sweep(const E& e, const std::tuple<const A&...>& args, SeedOf seed_of) {
+    using Args = tuple<const A&...>;
+    const Args a = std::apply([](const A&... x) { return Args{{x}...}; }, args);
+    using Root =
+        typename sweep_types<E, Args, xt_policy, int>::template val_t<plan_v<E>.nslots - 1>;
     using T = std::common_type_t<typename value_of<A>::type...>;
     using Seed = std::conditional_t<std::is_arithmetic_v<Root>, Root, xt::xarray<T>>;
     sweep<E, Args, xt_policy, Seed> s(e, a);
     s.forward();
     const auto& r = s.result();
-    Seed seed{};
+    const Seed seed = seed_of(r);
     T value{};
     if constexpr (std::is_arithmetic_v<Root>) {
-      seed = Root(1);
       value = static_cast<T>(r);
     } else {
-      if (r.size() != 1)
-        fail("grad: the function must return a scalar (a 0-d or one-element array) but returned "
-             "shape ",
-             shape_string(r.shape()), "; reduce it, e.g. with mg::sum");
-      seed = xt::ones<T>(r.shape());
-      value = static_cast<T>(*r.begin());
+      value = r.size() == 1 ? static_cast<T>(*r.begin()) : T(0);
     }
     s.backward(seed);
     return std::pair{value, std::tuple{to_argument<T>(s.template gradient<I>(seed, unused{}),
-                                                      std::get<I>(std::forward_as_tuple(args...)))...}};
+                                                      std::get<I>(args))...}};
   }
 
   struct unused {};

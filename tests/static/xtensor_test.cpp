@@ -158,3 +158,18 @@ TEST(StaticXtensor, Errors) {
   const std::string ax = error_of([&] { mg::grad([](auto p) { return sum(sum(p, 2)); })(a); });
   EXPECT_NE(ax.find("axis 2"), std::string::npos) << ax;
 }
+
+TEST(StaticXtensor, ValueAndVectorJacobianProduct) {
+  // f maps arrays to arrays; vjp gives the gradient of sum(seed * f)
+  const auto x = randn({2, 3}, 22), seed = randn({2, 3}, 23);
+  auto f = [](auto v, auto w) { return sin(v) * w; };
+  using engine = mg::detail::engine<mg::detail::xtensor_family>;
+  const xt::xarray<double> value = engine::value(f, x, 2.0);
+  const auto [gx, gw] = engine::vjp<0, 1>(f, seed, x, 2.0);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EXPECT_NEAR(value.flat(i), std::sin(x.flat(i)) * 2.0, 1e-15);
+    EXPECT_NEAR(gx.flat(i), seed.flat(i) * std::cos(x.flat(i)) * 2.0, 1e-14);
+  }
+  EXPECT_NEAR(gw, xt::sum(seed * xt::sin(x))(), 1e-12);
+  EXPECT_THROW(engine::vjp<0>(f, randn({3}, 24), x, 2.0), mg::error);
+}
