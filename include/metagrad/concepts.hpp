@@ -58,7 +58,8 @@ struct gradient_count<grads<Ts...>> : std::integral_constant<std::size_t, sizeof
 template <class F, std::size_t N>
 constexpr std::size_t backward_gradient_count() {
   return []<std::size_t... I>(std::index_sequence<I...>) {
-    using R = decltype(std::declval<const F&>().backward(number<I>{}..., 0.0, 0.0));
+    // number<I>(I), not number<I>{}: see Note [nvcc alias packs] in config.hpp
+    using R = decltype(std::declval<const F&>().backward(number<I>(I)..., 0.0, 0.0));
     return gradient_count<std::remove_cvref_t<R>>::value;
   }(std::make_index_sequence<N>{});
 }

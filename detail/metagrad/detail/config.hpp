@@ -17,5 +17,29 @@
 #define MG_INLINE inline __attribute__((always_inline))
 #endif
 
+// MG_FLATTEN inlines every call inside a function, recursively. The fused loops use it so that
+// xsimd's out-of-line helpers (the trigonometric range reduction) are inlined and shared
+// between sin(x) in forward and cos(x) in backward, as they are in a hand-written loop. It also
+// keeps the function out of line: inlined into a caller, the attribute would be lost.
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define MG_FLATTEN __attribute__((flatten, noinline))
+#else
+#define MG_FLATTEN
+#endif
+
 // nvcc 13 cannot instantiate class-type (fixed_string) template parameters: leaves of the static
 // engine are identified by integers instead. See docs/design.md, Note [Leaf identity].
+
+// Note [nvcc alias packs]: nvcc 13's front end replaces an alias template by its target before
+// handing the code to the host compiler, so a pack expansion whose pattern names the pack only
+// through the alias (`number<I>{}...` with `number<I> = double`) reaches g++ as `double{}...`
+// and fails with "expansion pattern contains no parameter packs". Keep the pack in the
+// expression itself, e.g. `number<I>(I)...`.
+
+// Note [nvcc host constants]: device code may use a host constexpr variable (the plan_v<E>
+// tables) only by naming it in a constant expression: `plan_v<E>.rep[s]` as a template argument
+// is fine. Binding a local constexpr reference to one inside an MG_HD function is an error
+// ("identifier ... is undefined in device code"), and reading it through a static reference
+// member (`static constexpr auto& d = plan_v<E>;`) a warning (#20094) in every sweep. So
+// plan.hpp computes namespace-scope scalars (child_holding, child_start) and sweep.hpp names
+// plan_v<E> directly.
