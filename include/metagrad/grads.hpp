@@ -44,7 +44,7 @@ template <class... Ts>
 struct grads : detail::tuple<Ts...> {
   static constexpr std::size_t size = sizeof...(Ts);
 
-  MG_HD constexpr grads() = default;
+  constexpr grads() = default;  // defaulted: host and device already (nvcc #20012)
   MG_HD constexpr explicit(sizeof...(Ts) == 1) grads(Ts... vs)
       : detail::tuple<Ts...>{{std::move(vs)}...} {}
 };

@@ -78,9 +78,23 @@ constexpr std::size_t record(D& d, std::size_t& pos) {
   const std::size_t me = pos++;
   d.ostateless[me] = T::stateless;
   d.onchild[me] = T::arity;
-  for (std::size_t i = 0; i < T::arity; ++i) d.ochild[me][i] = kids[i];
+  if constexpr (T::arity > 0) {  // for leaves nvcc warns "pointless comparison" (#186)
+    for (std::size_t i = 0; i < T::arity; ++i) d.ochild[me][i] = kids[i];
+  }
   return me;
 }
+
+// Which child of node E holds its occurrence o, and where that child's occurrences start.
+// Namespace-scope scalars, read by device code only as template arguments: see
+// Note [nvcc host constants] in config.hpp.
+template <class E, std::size_t o>
+inline constexpr std::size_t child_holding = [] {
+  std::size_t c = 0;
+  while (tree_info<E>::start[c + 1] <= o) ++c;
+  return c;
+}();
+template <class E, std::size_t o>
+inline constexpr std::size_t child_start = tree_info<E>::start[child_holding<E, o>];
 
 // The object of occurrence o inside the expression e (a chain of member accesses).
 template <std::size_t o, class E>
@@ -88,13 +102,7 @@ MG_HD MG_INLINE constexpr const auto& occurrence(const E& e) {
   if constexpr (o + 1 == tree_info<E>::count) {
     return e;
   } else {
-    constexpr auto& start = tree_info<E>::start;
-    constexpr std::size_t i = [] {
-      std::size_t c = 0;
-      while (start[c + 1] <= o) ++c;
-      return c;
-    }();
-    return occurrence<o - start[i]>(grads_get<i>(e.args));
+    return occurrence<o - child_start<E, o>>(grads_get<child_holding<E, o>>(e.args));
   }
 }
 

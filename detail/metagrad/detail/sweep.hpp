@@ -139,7 +139,7 @@ struct sweep_types {
 template <class E, class Args, class Policy, class Seed>
 class sweep {
   using T = sweep_types<E, Args, Policy, Seed>;
-  static constexpr auto& d = T::d;
+  // plan_v<E> is named directly, never through a reference member: Note [nvcc host constants]
   static constexpr std::size_t N = T::N;
 
   template <class Seq>
@@ -166,7 +166,7 @@ class sweep {
     if constexpr (is_var_v<X>) {
       return grads_get<var_index_v<X>>(args_);
     } else if constexpr (is_cst_v<X>) {
-      return occurrence<d.rep[s]>(e_).value;
+      return occurrence<plan_v<E>.rep[s]>(e_).value;
     } else {
       return grads_get<s>(vals_);
     }
@@ -189,11 +189,11 @@ class sweep {
     } else {
       return [&]<std::size_t... u>(std::index_sequence<u...>) {
         return (Policy::reduce_like(
-                    component<d.use_k[d.use_begin[s] + u]>(
-                        grads_get<d.use_p[d.use_begin[s] + u]>(bwds_)),
+                    component<plan_v<E>.use_k[plan_v<E>.use_begin[s] + u]>(
+                        grads_get<plan_v<E>.use_p[plan_v<E>.use_begin[s] + u]>(bwds_)),
                     value<s>()) +
                 ...);
-      }(std::make_index_sequence<d.use_begin[s + 1] - d.use_begin[s]>{});
+      }(std::make_index_sequence<plan_v<E>.use_begin[s + 1] - plan_v<E>.use_begin[s]>{});
     }
   }
 
@@ -211,23 +211,23 @@ class sweep {
  private:
   template <std::size_t s>
   MG_HD MG_INLINE constexpr void compute() {
-    if constexpr (d.nchild[s] > 0) {
-      const auto& n = occurrence<d.rep[s]>(e_);
+    if constexpr (plan_v<E>.nchild[s] > 0) {
+      const auto& n = occurrence<plan_v<E>.rep[s]>(e_);
       grads_get<s>(vals_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
         using Op = std::remove_cvref_t<decltype(n.op)>;
-        return Policy::template keep<Op>(n.op.forward(value<d.child[s][j]>()...));
-      }(std::make_index_sequence<d.nchild[s]>{});
+        return Policy::template keep<Op>(n.op.forward(value<plan_v<E>.child[s][j]>()...));
+      }(std::make_index_sequence<plan_v<E>.nchild[s]>{});
     }
   }
 
   template <std::size_t p>
   MG_HD MG_INLINE constexpr void step(const Seed& seed) {
-    if constexpr (d.nchild[p] > 0) {
-      const auto& n = occurrence<d.rep[p]>(e_);
+    if constexpr (plan_v<E>.nchild[p] > 0) {
+      const auto& n = occurrence<plan_v<E>.rep[p]>(e_);
       grads_get<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
         return Policy::keep_bwd(
-            n.op.backward(value<d.child[p][j]>()..., value<p>(), adjoint<p>(seed)));
-      }(std::make_index_sequence<d.nchild[p]>{});
+            n.op.backward(value<plan_v<E>.child[p][j]>()..., value<p>(), adjoint<p>(seed)));
+      }(std::make_index_sequence<plan_v<E>.nchild[p]>{});
     }
   }
 };

@@ -1,0 +1,161 @@
+// The device side of the Thrust backend: which arguments it takes, and the functors that run the
+// static engine on the element values of one index.
+//
+// A function is traced once, on the host, into its expression object E (mg::detail::trace). E
+// holds only the constants and op attributes of the function (the 1 in `1 + x*x`, the exponent
+// of pow) and is trivially copyable, so it is captured by value in the functor and copied to the
+// device with it; the function object itself never runs there. Inside the functor the planned
+// sweep of <metagrad/detail/sweep.hpp> runs on plain numbers: forward, then (for gradients)
+// reverse, all in registers, so one thrust::transform is one fused kernel.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+// Without a device system CUB fails deep inside its headers under a host compiler; say why here.
+#if !defined(__CUDACC__) && !defined(THRUST_DEVICE_SYSTEM)
+#error \
+    "metagrad: compile <metagrad/cuda.hpp> with nvcc, or with a host compiler and -DTHRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_CPP (or _OMP with -fopenmp); thrust_create_target() sets it"
+#endif
+
+#include <thrust/device_vector.h>
+#include <thrust/iterator/constant_iterator.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/tuple.h>
+
+#include <metagrad/concepts.hpp>
+#include <metagrad/detail/config.hpp>
+#include <metagrad/detail/sweep.hpp>
+#include <metagrad/static.hpp>
+
+namespace mg::cuda::detail {
+
+// An argument is a device array of float/double, or a float/double broadcast to every index.
+template <class X>
+struct arg_traits {
+  static constexpr bool supported = false;
+};
+
+template <class T>
+requires std::is_floating_point_v<T>
+struct arg_traits<T> {
+  static constexpr bool supported = true, is_array = false;
+  using value_type = T;
+  static auto begin(const T& x) { return thrust::make_constant_iterator(x); }
+};
+
+template <class T, class Alloc>
+requires std::is_floating_point_v<T>
+struct arg_traits<thrust::device_vector<T, Alloc>> {
+  static constexpr bool supported = true, is_array = true;
+  using value_type = T;
+  static auto begin(const thrust::device_vector<T, Alloc>& x) { return x.cbegin(); }
+};
+
+template <class X>
+using traits = arg_traits<std::remove_cvref_t<X>>;
+template <class X>
+using elem_t = typename traits<X>::value_type;
+template <class X>
+inline constexpr bool is_array_v = traits<X>::is_array;
+
+// The element type of values: the common type of the arrays' elements. A broadcast number
+// counts as float, which never widens it (a double constant in f does not make it double).
+template <class... X>
+using out_t = std::common_type_t<std::conditional_t<is_array_v<X>, elem_t<X>, float>...>;
+
+template <class X>
+auto begin(const X& x) {
+  return traits<X>::begin(x);
+}
+
+// Does every node of E apply an elementwise op? (sum, matmul... have no per-element meaning.)
+template <class E>
+inline constexpr bool elementwise_v = true;
+template <class Op, class... A>
+inline constexpr bool elementwise_v<node<Op, A...>> = mg::detail::is_elementwise<Op>() &&
+                                                      (elementwise_v<A> && ...);
+
+template <class... X>
+constexpr void check_arguments() {
+  static_assert((traits<X>::supported && ...),
+                "metagrad: mg::cuda takes thrust::device_vector<float or double> arguments, or "
+                "float/double numbers broadcast to every element");
+  static_assert((is_array_v<X> || ...),
+                "metagrad: mg::cuda needs at least one thrust::device_vector argument");
+}
+
+template <class E>
+constexpr void check_expression() {
+  static_assert(elementwise_v<E>,
+                "metagrad: mg::cuda evaluates elementwise functions only (no sum, matmul or "
+                "other shaped op inside f)");
+  static_assert(std::is_trivially_copyable_v<E>,
+                "metagrad: the traced function must hold only trivially copyable constants to "
+                "be copied to the device");
+}
+
+// The sweep of E on one index: argument types A..., seeded with the type of the result.
+template <class E, class... A>
+struct sweep_of {
+  using args = mg::detail::tuple<A...>;
+  using value =
+      typename mg::detail::sweep_types<E, args, mg::detail::plain_policy,
+                                       int>::template val_t<mg::detail::plan_v<E>.nslots - 1>;
+  using type = mg::detail::sweep<E, args, mg::detail::plain_policy, value>;
+};
+
+// out[i] = f(x[i]...): z is the zip reference (x_0[i], ..., x_{n-1}[i]).
+template <class Out, class E, class... A>
+struct map_kernel {
+  E e;
+
+  template <class Z>
+  MG_HD Out operator()(const Z& z) const {
+    using S = sweep_of<E, A...>;
+    return [&]<std::size_t... k>(std::index_sequence<k...>) {
+      const typename S::args a{{static_cast<A>(thrust::get<k>(z))}...};
+      typename S::type s(e, a);
+      s.forward();
+      return static_cast<Out>(s.result());
+    }
+    (std::index_sequence_for<A...>{});
+  }
+};
+
+// z = (seed[i], x_0[i], ..., x_{n-1}[i]); returns ([f(x[i]...),] seed[i] * df/dx_I (x[i]...)...)
+// with each gradient in its argument's type.
+template <bool WithValue, class Out, class E, class Selected, class... A>
+struct grad_kernel;
+
+template <bool WithValue, class Out, class E, std::size_t... I, class... A>
+struct grad_kernel<WithValue, Out, E, std::index_sequence<I...>, A...> {
+  E e;
+
+  template <class Z>
+  MG_HD auto operator()(const Z& z) const {
+    using S = sweep_of<E, A...>;
+    return [&]<std::size_t... k>(std::index_sequence<k...>) {
+      const typename S::args a{{static_cast<A>(thrust::get<k + 1>(z))}...};
+      typename S::type s(e, a);
+      s.forward();
+      const auto seed = static_cast<typename S::value>(thrust::get<0>(z));
+      s.backward(seed);
+      // the gradient of argument I, or zero when f does not use it
+      const auto grad = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
+        using AJ = std::remove_cvref_t<decltype(mg::detail::grads_get<J>(a))>;
+        return static_cast<AJ>(s.template gradient<J>(seed, AJ(0)));
+      };
+      if constexpr (WithValue) {
+        return thrust::make_tuple(static_cast<Out>(s.result()),
+                                  grad(std::integral_constant<std::size_t, I>{})...);
+      } else {
+        return thrust::make_tuple(grad(std::integral_constant<std::size_t, I>{})...);
+      }
+    }
+    (std::index_sequence_for<A...>{});
+  }
+};
+
+}  // namespace mg::cuda::detail

@@ -1,0 +1,13 @@
+// metagrad: automatic differentiation for C++20. This header brings in everything that needs
+// no GPU toolkit; the Thrust backend is <metagrad/cuda.hpp>.
+#pragma once
+
+#include <metagrad/autograd.hpp>
+#include <metagrad/concepts.hpp>
+#include <metagrad/error.hpp>
+#include <metagrad/function.hpp>
+#include <metagrad/fuse.hpp>
+#include <metagrad/grads.hpp>
+#include <metagrad/static.hpp>
+#include <metagrad/tensor.hpp>
+#include <metagrad/xtensor.hpp>

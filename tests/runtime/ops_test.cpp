@@ -1,0 +1,166 @@
+// Every runtime operation through the harness: scalar points against the static engine (value,
+// gradients, Hessian), and arrays against finite differences (gradient and Hessian-vector
+// product), with broadcasting, non-contiguous views and f32.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include <metagrad/autograd.hpp>
+#include <metagrad/tensor.hpp>
+
+#include "support/harness_runtime.hpp"
+
+using mg::tensor;
+using mg::tensor_list;
+using mg_test::check_arrays;
+using mg_test::check_runtime;
+
+TEST(RuntimeScalar, Add) {
+  check_runtime([](auto a, auto b) { return a + b; }, 0.7, -1.3);
+}
+TEST(RuntimeScalar, Sub) {
+  check_runtime([](auto a, auto b) { return a - b; }, 0.7, -1.3);
+}
+TEST(RuntimeScalar, Mul) {
+  check_runtime([](auto a, auto b) { return a * b; }, 0.7, -1.3);
+}
+TEST(RuntimeScalar, Div) {
+  check_runtime([](auto a, auto b) { return a / b; }, 0.7, -1.3);
+}
+TEST(RuntimeScalar, Neg) {
+  check_runtime([](auto a) { return -a; }, 0.7);
+}
+TEST(RuntimeScalar, Exp) {
+  check_runtime([](auto a) { return exp(a); }, 0.7);
+}
+TEST(RuntimeScalar, Log) {
+  check_runtime([](auto a) { return log(a); }, 0.7);
+}
+TEST(RuntimeScalar, Sin) {
+  check_runtime([](auto a) { return sin(a); }, 0.7);
+}
+TEST(RuntimeScalar, Cos) {
+  check_runtime([](auto a) { return cos(a); }, 0.7);
+}
+TEST(RuntimeScalar, Tanh) {
+  check_runtime([](auto a) { return tanh(a); }, 0.7);
+}
+TEST(RuntimeScalar, Pow) {
+  check_runtime([](auto a) { return pow(a, 3.5); }, 0.7);
+  check_runtime([](auto a) { return pow(a, -2); }, 1.7);
+}
+TEST(RuntimeScalar, Sum) {
+  check_runtime([](auto a, auto b) { return mg::sum(a * b) + a; }, 0.7, -1.3);
+}
+TEST(RuntimeScalar, TheDesignExample) {
+  // the same generic lambda, with int and double literals on both sides
+  check_runtime([](auto x, auto y) { return (sin(x) * y + exp(x * y)) / (1 + x * x); }, 2.0, 3.0);
+  check_runtime([](auto x) { return 2.0 * x - 3 + x / 4.0 - 1 / x; }, 1.3);
+}
+TEST(RuntimeScalar, SharedSubexpressionsAndDeepComposition) {
+  check_runtime(
+      [](auto x, auto y) {
+        auto t = x * y;
+        return t + sin(t) * tanh(t / y) - exp(-t) / (2 + cos(x));
+      },
+      0.4, 1.1);
+  check_runtime([](auto x, auto) { return x * x; }, 0.4, 1.1);  // an unused argument
+}
+
+// ---- arrays against finite differences -------------------------------------------------------
+const mg::shape_t s23{2, 3};
+
+TEST(RuntimeArrays, Elementwise) {
+  check_arrays([](const tensor_list& x) { return x[0] + x[1]; }, {s23, s23});
+  check_arrays([](const tensor_list& x) { return x[0] - x[1]; }, {s23, s23});
+  check_arrays([](const tensor_list& x) { return x[0] * x[1]; }, {s23, s23});
+  check_arrays([](const tensor_list& x) { return x[0] / x[1]; }, {s23, s23}, {.lo = 0.5, .hi = 2});
+  check_arrays([](const tensor_list& x) { return -x[0]; }, {s23});
+  check_arrays([](const tensor_list& x) { return exp(x[0]); }, {s23});
+  check_arrays([](const tensor_list& x) { return log(x[0]); }, {s23}, {.lo = 0.5, .hi = 2});
+  check_arrays([](const tensor_list& x) { return sin(x[0]); }, {s23});
+  check_arrays([](const tensor_list& x) { return cos(x[0]); }, {s23});
+  check_arrays([](const tensor_list& x) { return tanh(x[0]); }, {s23});
+  check_arrays([](const tensor_list& x) { return pow(x[0], 2.5); }, {s23}, {.lo = 0.5, .hi = 2});
+}
+
+TEST(RuntimeArrays, Broadcasting) {
+  check_arrays([](const tensor_list& x) { return x[0] + x[1]; }, {{3, 1}, {1, 4}});
+  check_arrays([](const tensor_list& x) { return x[0] * x[1]; }, {{2, 3}, {3}});
+  check_arrays([](const tensor_list& x) { return x[0] / x[1]; }, {{2, 3}, {2, 1}},
+               {.lo = 0.5, .hi = 2});
+  check_arrays([](const tensor_list& x) { return x[0] - x[1]; }, {{}, {2, 3}});
+  check_arrays([](const tensor_list& x) { return 2 * x[0] + x[0] / 3.0 - 1 / (2.5 + x[0]); },
+               {s23});
+  check_arrays([](const tensor_list& x) { return exp(x[0] * x[1]) * x[0]; }, {{4, 1, 2}, {3, 1}});
+}
+
+TEST(RuntimeArrays, Reductions) {
+  check_arrays([](const tensor_list& x) { return mg::sum(x[0] * x[0]); }, {s23});
+  check_arrays([](const tensor_list& x) { return x[0].sum(0) * x[0].sum(0); }, {s23});
+  check_arrays([](const tensor_list& x) { return mg::sum(x[0] * x[0], 1); }, {s23});
+  check_arrays([](const tensor_list& x) { return mg::sum(sin(x[0]), -1) * x[1]; },
+               {{2, 3, 4}, {3}});
+  check_arrays([](const tensor_list& x) { return mg::sum(x[0], -3); }, {{2, 3, 4}});
+}
+
+TEST(RuntimeArrays, Matmul) {
+  check_arrays([](const tensor_list& x) { return mg::matmul(x[0], x[1]); }, {{2, 3}, {3, 4}});
+  check_arrays([](const tensor_list& x) { return tanh(mg::matmul(x[0], x[1])); }, {{2, 3}, {3, 4}});
+  // transposed (non-contiguous) operands go to BLAS with op 'T'
+  check_arrays([](const tensor_list& x) { return mg::matmul(mg::transpose(x[0]), x[1] * x[1]); },
+               {{3, 2}, {3, 4}});
+  check_arrays([](const tensor_list& x) { return mg::matmul(x[0], x[0].t()); }, {{1, 3}});
+  check_arrays([](const tensor_list& x) { return mg::matmul(x[0], x[1]); }, {{1, 1}, {1, 5}});
+}
+
+TEST(RuntimeArrays, NonContiguousInputs) {
+  check_arrays([](const tensor_list& x) { return exp(mg::transpose(x[0])) * x[1]; },
+               {{3, 2}, {2, 3}});
+  check_arrays([](const tensor_list& x) { return mg::sum(mg::transpose(x[0]) * x[0].t(), 0); },
+               {{3, 2}});
+  check_arrays([](const tensor_list& x) { return mg::unsqueeze(x[0], 1) * x[1]; }, {{3}, {3, 2}});
+  check_arrays([](const tensor_list& x) { return mg::transpose(x[0]).contiguous() * 2; }, {{3, 2}});
+}
+
+TEST(RuntimeArrays, Float32) {
+  const mg_test::array_options f32{.dtype = mg::f32};
+  check_arrays([](const tensor_list& x) { return x[0] * x[1] + sin(x[0]); }, {{3, 1}, {1, 4}}, f32);
+  check_arrays([](const tensor_list& x) { return exp(x[0]) / (1 + x[0] * x[0]); }, {s23}, f32);
+  check_arrays([](const tensor_list& x) { return tanh(mg::matmul(x[0], x[1])); }, {{2, 3}, {3, 2}},
+               f32);
+  check_arrays([](const tensor_list& x) { return log(pow(x[0], 2.0) + 1).sum(1); }, {s23}, f32);
+  check_arrays([](const tensor_list& x) { return cos(x[0]) - x[0].sum(); }, {s23}, f32);
+}
+
+TEST(RuntimeArrays, MixedDtypesPromoteAndGradientsKeepTheirDtype) {
+  tensor a = mg::ones({2}, {.dtype = mg::f32, .requires_grad = true});
+  tensor b = mg::full({2}, 3.0, {.dtype = mg::f64, .requires_grad = true});
+  tensor y = a * b;
+  EXPECT_EQ(y.dtype(), mg::f64);
+  y.sum().backward();
+  EXPECT_EQ(a.grad().dtype(), mg::f32);
+  EXPECT_EQ(b.grad().dtype(), mg::f64);
+  EXPECT_FLOAT_EQ(a.grad().to_xtensor<float>()(1), 3.0f);
+  EXPECT_DOUBLE_EQ(b.grad().to_xtensor<double>()(0), 1.0);
+  // a scalar keeps the tensor's dtype
+  EXPECT_EQ((a * 2.0).dtype(), mg::f32);
+}
+
+TEST(RuntimeArrays, ValuesAreExact) {
+  const tensor a{{1., 2.}, {3., 4.}};
+  const tensor b{10., 20.};
+  auto r = (a * b + 1).to_xtensor<double>();
+  EXPECT_EQ(r, (xt::xarray<double>{{11., 41.}, {31., 81.}}));
+  EXPECT_EQ(mg::matmul(a, a.t()).to_xtensor<double>(), (xt::xarray<double>{{5., 11.}, {11., 25.}}));
+  EXPECT_EQ(mg::matmul(a.t(), a).to_xtensor<double>(),
+            (xt::xarray<double>{{10., 14.}, {14., 20.}}));
+  EXPECT_EQ(a.sum(0).to_xtensor<double>(), (xt::xarray<double>{4., 6.}));
+  EXPECT_EQ(a.sum(-1).to_xtensor<double>(), (xt::xarray<double>{3., 7.}));
+  EXPECT_DOUBLE_EQ(a.sum().item<double>(), 10.0);
+  EXPECT_EQ(a.sum().dim(), 0);
+  EXPECT_DOUBLE_EQ(exp(tensor(1.0)).item<double>(), std::exp(1.0));
+  EXPECT_DOUBLE_EQ(pow(tensor(3.0), 2).item<double>(), 9.0);
+  EXPECT_DOUBLE_EQ((1 - tensor(3.0)).item<double>(), -2.0);
+  EXPECT_DOUBLE_EQ((1 / tensor(4.0)).item<double>(), 0.25);
+}

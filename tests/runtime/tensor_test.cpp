@@ -1,0 +1,117 @@
+// mg::tensor as an array: construction, factories, read-back, xtensor round trip, views.
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <xtensor/xtensor.hpp>
+
+#include <metagrad/tensor.hpp>
+
+#include "support/harness_runtime.hpp"
+
+using mg::tensor;
+using mg_test::expect_error;
+
+TEST(RuntimeTensor, NestedListsAndScalars) {
+  const tensor m{{1., 2.}, {3., 4.}};
+  EXPECT_EQ(m.shape(), (mg::shape_t{2, 2}));
+  EXPECT_EQ(m.dtype(), mg::f64);
+  EXPECT_EQ(m.device(), mg::device::cpu);
+  EXPECT_EQ(m.dim(), 2);
+  EXPECT_EQ(m.numel(), 4);
+  EXPECT_EQ(m.strides(), (mg::shape_t{2, 1}));
+  EXPECT_EQ(m.to_xtensor<double>(), (xt::xarray<double>{{1., 2.}, {3., 4.}}));
+  const tensor v{1.f, 2.f, 3.f};
+  EXPECT_EQ(v.shape(), (mg::shape_t{3}));
+  EXPECT_EQ(v.dtype(), mg::f32);
+  const tensor c{{{1., 2.}}, {{3., 4.}}, {{5., 6.}}};
+  EXPECT_EQ(c.shape(), (mg::shape_t{3, 1, 2}));
+  EXPECT_DOUBLE_EQ(c.to_xtensor<double>()(2, 0, 1), 6.0);
+  const tensor s(2.5);
+  EXPECT_EQ(s.dim(), 0);
+  EXPECT_EQ(s.numel(), 1);
+  EXPECT_DOUBLE_EQ(s.item<double>(), 2.5);
+  EXPECT_EQ(tensor{2.5}.dim(), 1);  // braces: a 1-D list of one element
+  EXPECT_FLOAT_EQ(tensor(1.5f).item<float>(), 1.5f);
+  EXPECT_FALSE(tensor{}.defined());
+  expect_error([] { tensor bad{{1., 2.}, {3.}}; }, {"ragged"});
+}
+
+TEST(RuntimeTensor, Factories) {
+  const tensor z = mg::zeros({2, 3});
+  EXPECT_EQ(z.dtype(), mg::f32);  // the default dtype, as in torch
+  EXPECT_EQ(z.to_xtensor<float>(), xt::xarray<float>(xt::zeros<float>({2, 3})));
+  const tensor o = mg::ones({4}, {.dtype = mg::f64, .requires_grad = true});
+  EXPECT_TRUE(o.requires_grad());
+  EXPECT_TRUE(o.is_leaf());
+  EXPECT_DOUBLE_EQ(o.sum().item<double>(), 4.0);
+  const tensor f = mg::full({2, 2}, -1.5, {.dtype = mg::f64});
+  EXPECT_EQ(f.to_xtensor<double>(),
+            xt::xarray<double>(xt::full_like(xt::xarray<double>({{0., 0.}, {0., 0.}}), -1.5)));
+  EXPECT_EQ(mg::zeros({0, 3}).numel(), 0);
+  EXPECT_DOUBLE_EQ(mg::zeros({0, 3}).sum().item<double>(), 0.0);
+}
+
+TEST(RuntimeTensor, RandnIsSeedableAndNormal) {
+  mg::manual_seed(42);
+  const auto a = mg::randn({1000}, {.dtype = mg::f64}).to_xtensor<double>();
+  mg::manual_seed(42);
+  const auto b = mg::randn({1000}, {.dtype = mg::f64}).to_xtensor<double>();
+  EXPECT_EQ(a, b);
+  const auto c = mg::randn({1000}, {.dtype = mg::f64}).to_xtensor<double>();
+  EXPECT_NE(a, c);
+  double mean = 0, var = 0;
+  for (double v : a) mean += v / 1000;
+  for (double v : a) var += (v - mean) * (v - mean) / 999;
+  EXPECT_NEAR(mean, 0.0, 0.15);
+  EXPECT_NEAR(var, 1.0, 0.2);
+  const tensor w = mg::randn({3, 3}, {.requires_grad = true});
+  EXPECT_EQ(w.dtype(), mg::f32);
+  EXPECT_TRUE(w.requires_grad());
+}
+
+TEST(RuntimeTensor, XtensorRoundTrip) {
+  const xt::xarray<double> a = {{1.5, -2.}, {3., 4.25}, {0., 7.}};
+  const tensor t(a);
+  EXPECT_EQ(t.shape(), (mg::shape_t{3, 2}));
+  EXPECT_EQ(t.dtype(), mg::f64);
+  EXPECT_EQ(t.to_xtensor<double>(), a);
+  EXPECT_EQ(xt::xarray<double>(t), a);
+  const xt::xtensor<float, 2> b = {{1.f, 2.f, 3.f}};
+  const tensor u(b);
+  EXPECT_EQ(u.dtype(), mg::f32);
+  EXPECT_EQ(u.shape(), (mg::shape_t{1, 3}));
+  EXPECT_EQ(u.to_xtensor<float>(), xt::xarray<float>(b));
+  // an xtensor expression is evaluated
+  const tensor e(a * 2.0 + 1.0);
+  EXPECT_DOUBLE_EQ(e.to_xtensor<double>()(2, 1), 15.0);
+  // a transposed view reads back in its own (logical) order
+  EXPECT_EQ(mg::transpose(t).to_xtensor<double>(), xt::xarray<double>(xt::transpose(a)));
+}
+
+TEST(RuntimeTensor, ItemAndConversions) {
+  EXPECT_DOUBLE_EQ(mg::ones({1, 1, 1}).item<double>(), 1.0);
+  EXPECT_EQ(tensor(3.75).item<int>(), 3);
+  EXPECT_EQ(tensor(2.0).to(mg::f32).dtype(), mg::f32);
+  expect_error([] { (void)mg::ones({2}).item<double>(); }, {"item", "[2]", "2 elements"});
+}
+
+TEST(RuntimeTensor, TransposeIsAViewSharingStorage) {
+  tensor m{{1., 2., 3.}, {4., 5., 6.}};
+  tensor t = m.t();
+  EXPECT_EQ(t.shape(), (mg::shape_t{3, 2}));
+  EXPECT_EQ(t.strides(), (mg::shape_t{1, 3}));
+  EXPECT_FALSE(t.is_contiguous());
+  EXPECT_TRUE(t.contiguous().is_contiguous());
+  m.add_(tensor(10.0));  // in place on m: visible through the view, version shared
+  EXPECT_DOUBLE_EQ(t.to_xtensor<double>()(2, 1), 16.0);
+  EXPECT_EQ(t.version(), m.version());
+  EXPECT_EQ(mg::unsqueeze(m, 0).shape(), (mg::shape_t{1, 2, 3}));
+  EXPECT_EQ(mg::unsqueeze(m, -1).shape(), (mg::shape_t{2, 3, 1}));
+  // elementwise and reduction kernels read the strides
+  EXPECT_EQ((t * 1.0).to_xtensor<double>(),
+            (xt::xarray<double>{{11., 14.}, {12., 15.}, {13., 16.}}));
+  EXPECT_EQ(t.sum(0).to_xtensor<double>(), (xt::xarray<double>{36., 45.}));
+  EXPECT_EQ(exp(t).to_xtensor<double>()(1, 0), std::exp(12.0));
+}
