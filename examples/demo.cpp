@@ -71,6 +71,5 @@ int main() {
     }
   }
   const double runtime_ms = ms_since(t0);
-  std::printf("time for %d steps: static %.1f ms, runtime %.1f ms\n", steps, static_ms,
-              runtime_ms);
+  std::printf("time for %d steps: static %.1f ms, runtime %.1f ms\n", steps, static_ms, runtime_ms);
 }

@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 . scripts/env.sh
-cmake --preset default -DMETAGRAD_BUILD_TESTS=OFF >/dev/null
-cmake --build --preset default --target demo
-./build/default/examples/demo
+cmake -S . -B build/demo -G Ninja -DCMAKE_BUILD_TYPE=Release -DMETAGRAD_BUILD_TESTS=OFF \
+  -DMETAGRAD_THRUST_TESTS=OFF -DMETAGRAD_CUDA_TESTS=OFF >/dev/null
+cmake --build build/demo --target demo
+./build/demo/examples/demo

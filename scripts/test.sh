@@ -10,6 +10,9 @@ for preset in default asan-ubsan thrust-omp; do
   echo "=== metagrad: $preset"
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset"
+  if [ "$preset" = default ]; then
+    cmake --build --preset default --target metagrad_verify_interface_header_sets
+  fi
   ctest --preset "$preset" -j "$(nproc)"
 done
 echo "=== metagrad: all test legs passed"

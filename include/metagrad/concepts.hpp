@@ -18,36 +18,44 @@ template <std::size_t>
 using number = double;
 
 template <class F, std::size_t... I>
-concept forward_takes = requires(const F& f, number<I>... x) { f.forward(x...); };
+concept forward_takes = requires(const F& f, number<I>... x) {
+  f.forward(x...);
+};
 
 template <class F, std::size_t... I>
-concept backward_takes =
-    requires(const F& f, number<I>... x, double y, double g) { f.backward(x..., y, g); };
+concept backward_takes = requires(const F& f, number<I>... x, double y, double g) {
+  f.backward(x..., y, g);
+};
 
 template <class F, std::size_t N>
 constexpr bool forward_arity_is() {
-  return []<std::size_t... I>(std::index_sequence<I...>) {
-    return forward_takes<F, I...>;
-  }(std::make_index_sequence<N>{});
+  return []<std::size_t... I>(std::index_sequence<I...>) { return forward_takes<F, I...>; }
+  (std::make_index_sequence<N>{});
 }
 
 // The number of inputs of op F: the smallest N in 1..6 for which forward takes N numbers.
 template <class F>
 constexpr std::size_t op_arity() {
-  if constexpr (forward_arity_is<F, 1>()) return 1;
-  else if constexpr (forward_arity_is<F, 2>()) return 2;
-  else if constexpr (forward_arity_is<F, 3>()) return 3;
-  else if constexpr (forward_arity_is<F, 4>()) return 4;
-  else if constexpr (forward_arity_is<F, 5>()) return 5;
-  else if constexpr (forward_arity_is<F, 6>()) return 6;
-  else return 0;
+  if constexpr (forward_arity_is<F, 1>())
+    return 1;
+  else if constexpr (forward_arity_is<F, 2>())
+    return 2;
+  else if constexpr (forward_arity_is<F, 3>())
+    return 3;
+  else if constexpr (forward_arity_is<F, 4>())
+    return 4;
+  else if constexpr (forward_arity_is<F, 5>())
+    return 5;
+  else if constexpr (forward_arity_is<F, 6>())
+    return 6;
+  else
+    return 0;
 }
 
 template <class F, std::size_t N>
 constexpr bool has_backward() {
-  return []<std::size_t... I>(std::index_sequence<I...>) {
-    return backward_takes<F, I...>;
-  }(std::make_index_sequence<N>{});
+  return []<std::size_t... I>(std::index_sequence<I...>) { return backward_takes<F, I...>; }
+  (std::make_index_sequence<N>{});
 }
 
 template <class T>
@@ -61,7 +69,8 @@ constexpr std::size_t backward_gradient_count() {
     // number<I>(I), not number<I>{}: see Note [nvcc alias packs] in config.hpp
     using R = decltype(std::declval<const F&>().backward(number<I>(I)..., 0.0, 0.0));
     return gradient_count<std::remove_cvref_t<R>>::value;
-  }(std::make_index_sequence<N>{});
+  }
+  (std::make_index_sequence<N>{});
 }
 
 template <class F>
@@ -87,16 +96,17 @@ constexpr bool is_elementwise() {
 
 /// A ctx-free operation usable in both engines and on both backends.
 template <class F>
-concept StaticOp = std::is_default_constructible_v<F> && (detail::op_arity<F>() > 0) &&
-                   detail::has_backward<F, detail::op_arity<F>()>() &&
-                   detail::backward_count_ok<F>();
+concept StaticOp =
+    std::is_default_constructible_v<F> &&(detail::op_arity<F>() > 0) &&
+    detail::has_backward<F, detail::op_arity<F>()>() && detail::backward_count_ok<F>();
 
 namespace detail {
 // Entry points call this so a malformed op is reported in one sentence, not forty candidates.
 template <class F>
 constexpr void diagnose_static_op() {
-  static_assert(std::is_default_constructible_v<F>,
-                "metagrad: a custom op must be default-constructible (a struct of static functions)");
+  static_assert(
+      std::is_default_constructible_v<F>,
+      "metagrad: a custom op must be default-constructible (a struct of static functions)");
   static_assert(op_arity<F>() > 0,
                 "metagrad: a custom op needs a static forward(inputs...) callable on numbers");
   if constexpr (op_arity<F>() > 0) {

@@ -43,11 +43,13 @@ struct engine<tensor_family> {
     }();
     auto leaves = [&]<std::size_t... k>(std::index_sequence<k...>) {
       return std::tuple{leaf<wanted[k]>(args)...};
-    }(std::index_sequence_for<A...>{});
+    }
+    (std::index_sequence_for<A...>{});
     const tensor y = std::apply(f, leaves);
     if (y.numel() != 1)
       fail("grad: the function must return a one-element tensor but returned shape ",
-           shape_str(y.shape()), "; reduce it, e.g. with mg::sum, or use mg::autograd::grad with "
+           shape_str(y.shape()),
+           "; reduce it, e.g. with mg::sum, or use mg::autograd::grad with "
            "grad_outputs");
     const tensor_list gs =
         autograd::grad({y}, {std::get<I>(leaves)...}, {}, {.allow_unused = true});
@@ -61,8 +63,8 @@ struct engine<tensor_family> {
         return r;
       }
     };
-    return std::pair{y, std::tuple{out(std::get<I>(std::forward_as_tuple(args...)),
-                                       std::get<I>(leaves))...}};
+    return std::pair{
+        y, std::tuple{out(std::get<I>(std::forward_as_tuple(args...)), std::get<I>(leaves))...}};
   }
 
  private:
@@ -108,6 +110,9 @@ template <class F, std::size_t N>
 struct fused_node final : graph_node {
   F f;
   std::array<input_meta, N> meta;
+  // For a fusible f (a full sum of an elementwise expression over equal shapes) the forward
+  // loop already produced d f / d x_k; backward then only scales them by the incoming gradient.
+  std::array<tensor, N> cached;
 
   explicit fused_node(F fn) : f(std::move(fn)) {}
   const char* name() const override { return "fused"; }
@@ -119,6 +124,8 @@ struct fused_node final : graph_node {
     std::array<tensor, N> gs;
     if (grad_mode()) {
       gs = differentiable_vjp(x, g, std::make_index_sequence<N>{});
+    } else if (cached[0].defined()) {
+      for (std::size_t i = 0; i < N; ++i) gs[i] = g * cached[i];
     } else if (g.dtype() == f32 && all_f32(x)) {
       gs = static_vjp<float>(x, g, std::make_index_sequence<N>{});
     } else {
@@ -143,9 +150,7 @@ struct fused_node final : graph_node {
     const auto xs = as_arrays<T>(x, ks);
     const xt::xarray<T> seed = g.template to_xtensor<T>();
     const auto r = std::apply(
-        [&](const auto&... a) {
-          return engine<xtensor_family>::template vjp<k...>(f, seed, a...);
-        },
+        [&](const auto&... a) { return engine<xtensor_family>::template vjp<k...>(f, seed, a...); },
         xs);
     return {tensor(xt::xarray<T>(std::get<k>(r)))...};
   }
@@ -165,10 +170,8 @@ struct fused_node final : graph_node {
   }
   static tensor to_tensor(const tensor& t) { return t; }
   template <class V>
-    requires std::is_arithmetic_v<V>
-  static tensor to_tensor(V v) {
-    return tensor(static_cast<double>(v));
-  }
+  requires std::is_arithmetic_v<V>
+  static tensor to_tensor(V v) { return tensor(static_cast<double>(v)); }
 };
 
 template <class F>
@@ -176,13 +179,20 @@ struct fused_fn {
   F f;
 
   template <class... A>
-    requires(std::is_same_v<A, tensor> && ...)
-  tensor operator()(const A&... x) const {
+  requires(std::is_same_v<A, tensor>&&...) tensor operator()(const A&... x) const {
     constexpr std::size_t N = sizeof...(A);
     const bool f32_only = ((x.dtype() == f32) && ...);
-    const tensor y = f32_only ? forward<float>(x...) : forward<double>(x...);
-    if (!grad_mode() || !(x.requires_grad() || ...)) return y;
-    auto n = std::make_shared<fused_node<F, N>>(f);
+    const bool record = grad_mode() && (x.requires_grad() || ...);
+    auto n = record ? std::make_shared<fused_node<F, N>>(f) : nullptr;
+    tensor y;
+    if constexpr (fusible_v<traced_t<F, N>>) {
+      if (record && same_shape(x...)) {
+        y = f32_only ? forward_and_gradients<float>(*n, x...)
+                     : forward_and_gradients<double>(*n, x...);
+      }
+    }
+    if (!y.defined()) y = f32_only ? forward<float>(x...) : forward<double>(x...);
+    if (!record) return y;
     n->next = {gradient_edge(x.impl())...};
     n->meta = {input_meta{x.shape(), x.dtype()}...};
     (n->saved.emplace_back(x.impl(), false, n), ...);
@@ -191,6 +201,26 @@ struct fused_fn {
   }
 
  private:
+  template <class... A>
+  static bool same_shape(const tensor& first, const A&... x) {
+    return ((x.shape() == first.shape()) && ...);
+  }
+
+  // One fused loop: the value, and every gradient kept in the node for backward.
+  template <class T, class Node, class... A>
+  tensor forward_and_gradients(Node& n, const A&... x) const {
+    auto [v, g] = [&]<std::size_t... k>(std::index_sequence<k...>) {
+      return engine<xtensor_family>::template value_and_grad<k...>(f,
+                                                                   x.template to_xtensor<T>()...);
+    }
+    (std::index_sequence_for<A...>{});
+    [&]<std::size_t... k>(std::index_sequence<k...>) {
+      ((n.cached[k] = tensor(std::get<k>(g))), ...);
+    }
+    (std::index_sequence_for<A...>{});
+    return tensor(static_cast<T>(v));
+  }
+
   template <class T, class... A>
   tensor forward(const A&... x) const {
     return tensor(engine<xtensor_family>::value(f, x.template to_xtensor<T>()...));

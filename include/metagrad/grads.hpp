@@ -28,9 +28,13 @@ template <class... Ts>
 using tuple = tuple_impl<std::index_sequence_for<Ts...>, Ts...>;
 
 template <std::size_t I, class T>
-MG_HD constexpr T& grads_get(grads_slot<I, T>& s) noexcept { return s.value; }
+MG_HD constexpr T& grads_get(grads_slot<I, T>& s) noexcept {
+  return s.value;
+}
 template <std::size_t I, class T>
-MG_HD constexpr const T& grads_get(const grads_slot<I, T>& s) noexcept { return s.value; }
+MG_HD constexpr const T& grads_get(const grads_slot<I, T>& s) noexcept {
+  return s.value;
+}
 }  // namespace detail
 
 /// The gradients returned by the `backward` of an operation with several inputs, in input order.

@@ -24,8 +24,7 @@ struct family_of {
   using type = void;
 };
 template <class T>
-  requires(std::is_floating_point_v<T> || Expr<T>)
-struct family_of<T> {
+requires(std::is_floating_point_v<T> || Expr<T>) struct family_of<T> {
   using type = scalar_family;
 };
 
@@ -39,10 +38,9 @@ template <class F, class... Fs>
 struct join_family<F, Fs...> {
   using rest = typename join_family<Fs...>::type;
   // scalars mix with anything; any other two families must agree
-  using type = std::conditional_t<std::is_same_v<F, scalar_family>, rest,
-                                  std::conditional_t<std::is_same_v<rest, scalar_family> ||
-                                                         std::is_same_v<rest, F>,
-                                                     F, void>>;
+  using type = std::conditional_t<
+      std::is_same_v<F, scalar_family>, rest,
+      std::conditional_t<std::is_same_v<rest, scalar_family> || std::is_same_v<rest, F>, F, void>>;
 };
 template <class... Args>
 using family_t = typename join_family<typename family_of<std::remove_cvref_t<Args>>::type...>::type;
@@ -51,7 +49,9 @@ template <class Family>
 struct engine;  // primary: no engine for these arguments
 
 template <class Family>
-concept HasEngine = requires { sizeof(engine<Family>); };
+concept HasEngine = requires {
+  sizeof(engine<Family>);
+};
 
 template <class F, std::size_t... I>
 MG_HD MG_INLINE constexpr auto trace(const F& f, std::index_sequence<I...>) {
@@ -102,17 +102,16 @@ struct engine<scalar_family> {
     using E = traced_t<F, sizeof...(A)>;
     const E e = trace(f, std::index_sequence_for<A...>{});
     const tuple<A...> a{{args}...};
-    using V = typename sweep_types<E, tuple<A...>, plain_policy, int>::template val_t<
-        plan_v<E>.nslots - 1>;
+    using V = typename sweep_types<E, tuple<A...>, plain_policy,
+                                   int>::template val_t<plan_v<E>.nslots - 1>;
     using Seed = decltype(one_like(std::declval<const V&>()));
     sweep<E, tuple<A...>, plain_policy, Seed> s(e, a);
     s.forward();
     const Seed seed = one_like(s.result());
     s.backward(seed);
     using Args = std::tuple<A...>;
-    return std::pair{s.result(),
-                     std::tuple{as_arg_type<std::tuple_element_t<I, Args>>(
-                         s.template gradient<I>(seed, zero_like(grads_get<I>(a))))...}};
+    return std::pair{s.result(), std::tuple{as_arg_type<std::tuple_element_t<I, Args>>(
+                                     s.template gradient<I>(seed, zero_like(grads_get<I>(a))))...}};
   }
 };
 
@@ -135,8 +134,9 @@ struct grad_fn {
     return [&]<std::size_t... J>(std::index_sequence<J...>) {
       auto [v, g] = engine<Family>::template value_and_grad<J...>(f, args...);
       return std::pair{std::move(v), bare_or_tuple(std::move(g))};
-    }(std::conditional_t<sizeof...(I) == 0, std::index_sequence_for<A...>,
-                         std::index_sequence<I...>>{});
+    }
+    (std::conditional_t<sizeof...(I) == 0, std::index_sequence_for<A...>,
+                        std::index_sequence<I...>>{});
   }
 };
 

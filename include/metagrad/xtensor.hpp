@@ -31,7 +31,7 @@ namespace detail {
 struct xtensor_family {};
 
 template <class T>
-  requires XtExpr<T>
+requires XtExpr<T>
 struct family_of<T> {
   using type = xtensor_family;
 };
@@ -40,8 +40,8 @@ struct family_of<T> {
 template <class E>
 inline constexpr bool all_elementwise_v = true;
 template <class Op, class... A>
-inline constexpr bool all_elementwise_v<node<Op, A...>> =
-    is_elementwise<Op>() && (all_elementwise_v<A> && ...);
+inline constexpr bool all_elementwise_v<node<Op, A...>> = is_elementwise<Op>() &&
+                                                          (all_elementwise_v<A> && ...);
 
 template <class E>
 inline constexpr bool fusible_v = false;
@@ -117,7 +117,8 @@ struct engine<xtensor_family> {
         copies;
     const auto data = [&]<std::size_t... k>(std::index_sequence<k...>) {
       return std::tuple{source<T>(args, std::get<k>(copies))...};
-    }(std::index_sequence_for<A...>{});
+    }
+    (std::index_sequence_for<A...>{});
     std::size_t n = 0;
     ((n = arg_size(args, n)), ...);
 
@@ -157,7 +158,10 @@ struct engine<xtensor_family> {
     if constexpr (!XtExpr<A>) {
       return static_cast<T>(a);
     } else {
-      if constexpr (requires { a.data(); a.layout(); } &&
+      if constexpr (requires {
+                      a.data();
+                      a.layout();
+                    } &&
                     std::is_same_v<std::remove_cv_t<xt_value_t<A>>, T>) {
         if (a.layout() == xt::layout_type::row_major) return static_cast<const T*>(a.data());
       }
@@ -237,9 +241,10 @@ struct engine<xtensor_family> {
         return R(1);
       } else {
         if (r.size() != 1)
-          fail("grad: the function must return a scalar (a 0-d or one-element array) but "
-               "returned shape ",
-               shape_string(r.shape()), "; reduce it, e.g. with mg::sum");
+          fail(
+              "grad: the function must return a scalar (a 0-d or one-element array) but "
+              "returned shape ",
+              shape_string(r.shape()), "; reduce it, e.g. with mg::sum");
         return xt::xarray<T>(xt::ones<T>(r.shape()));
       }
     });
@@ -266,16 +271,18 @@ struct engine<xtensor_family> {
     using E = traced_t<F, sizeof...(A)>;
     const E e = trace(f, std::index_sequence_for<A...>{});
     using T = std::common_type_t<typename value_of<A>::type...>;
-    return general_sweep<I...>(e, std::tuple<const A&...>{args...}, [&](const auto& r) {
-             if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(r)>>) {
-               if (!std::equal(r.shape().begin(), r.shape().end(), seed.shape().begin(),
-                               seed.shape().end()))
-                 fail("vjp: the cotangent has shape ", shape_string(seed.shape()),
-                      " but the function's value has shape ", shape_string(r.shape()),
-                      "; pass a cotangent of the value's shape");
-             }
-             return xt::xarray<T>(seed);
-           })
+    return general_sweep<I...>(
+               e, std::tuple<const A&...>{args...},
+               [&](const auto& r) {
+                 if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(r)>>) {
+                   if (!std::equal(r.shape().begin(), r.shape().end(), seed.shape().begin(),
+                                   seed.shape().end()))
+                     fail("vjp: the cotangent has shape ", shape_string(seed.shape()),
+                          " but the function's value has shape ", shape_string(r.shape()),
+                          "; pass a cotangent of the value's shape");
+                 }
+                 return xt::xarray<T>(seed);
+               })
         .second;
   }
 

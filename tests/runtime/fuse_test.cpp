@@ -58,8 +58,15 @@ TEST(Fuse, FiniteDifferencesFirstAndSecondOrder) {
                {{4, 3}, {3, 2}, {2}});
   check_arrays([](const mg::tensor_list& t) { return mg::fuse(smooth)(t[0], t[1]); },
                {{2, 3}, {3}});  // broadcasting inside the fused node
-  check_arrays([](const mg::tensor_list& t) { return mg::fuse(smooth)(t[0], t[1]); },
-               {{5}, {5}}, {.dtype = mg::f32});
+  check_arrays([](const mg::tensor_list& t) { return mg::fuse(smooth)(t[0], t[1]); }, {{5}, {5}},
+               {.dtype = mg::f32});
+  // a full sum of an elementwise expression over equal shapes: value and gradients come from
+  // one fused loop in forward, and backward scales the kept gradients
+  const auto total = [](auto x, auto y) { return sum(smooth(x, y)); };
+  check_arrays([&](const mg::tensor_list& t) { return mg::fuse(total)(t[0], t[1]); },
+               {{3, 4}, {3, 4}});
+  check_arrays([&](const mg::tensor_list& t) { return mg::fuse(total)(t[0], t[1]); }, {{13}, {13}},
+               {.dtype = mg::f32});
 }
 
 TEST(GradOnTensors, SameCallableAsTheStaticEngine) {
@@ -71,8 +78,10 @@ TEST(GradOnTensors, SameCallableAsTheStaticEngine) {
   EXPECT_NEAR(v_runtime.item<double>(), v_static, 1e-12);
   const auto gx = std::get<0>(g_runtime).to_xtensor<double>();
   const auto gy = std::get<1>(g_runtime).to_xtensor<double>();
-  for (std::size_t i = 0; i < gx.size(); ++i) EXPECT_NEAR(gx.flat(i), std::get<0>(g_static).flat(i), 1e-12);
-  for (std::size_t i = 0; i < gy.size(); ++i) EXPECT_NEAR(gy.flat(i), std::get<1>(g_static).flat(i), 1e-12);
+  for (std::size_t i = 0; i < gx.size(); ++i)
+    EXPECT_NEAR(gx.flat(i), std::get<0>(g_static).flat(i), 1e-12);
+  for (std::size_t i = 0; i < gy.size(); ++i)
+    EXPECT_NEAR(gy.flat(i), std::get<1>(g_static).flat(i), 1e-12);
   // a number argument: its gradient is a number
   auto gs = mg::grad<1>([](auto x, auto s) { return sum(x * s); })(mg::tensor(xa), 2.0);
   static_assert(std::is_same_v<decltype(gs), double>);

@@ -10,16 +10,36 @@
 
 using mg_test::check_static;
 
-TEST(StaticScalar, Add) { check_static([](auto a, auto b) { return a + b; }, 0.7, -1.3); }
-TEST(StaticScalar, Sub) { check_static([](auto a, auto b) { return a - b; }, 0.7, -1.3); }
-TEST(StaticScalar, Mul) { check_static([](auto a, auto b) { return a * b; }, 0.7, -1.3); }
-TEST(StaticScalar, Div) { check_static([](auto a, auto b) { return a / b; }, 0.7, -1.3); }
-TEST(StaticScalar, Neg) { check_static([](auto a) { return -a; }, 0.7); }
-TEST(StaticScalar, Exp) { check_static([](auto a) { return exp(a); }, 0.7); }
-TEST(StaticScalar, Log) { check_static([](auto a) { return log(a); }, 0.7); }
-TEST(StaticScalar, Sin) { check_static([](auto a) { return sin(a); }, 0.7); }
-TEST(StaticScalar, Cos) { check_static([](auto a) { return cos(a); }, 0.7); }
-TEST(StaticScalar, Tanh) { check_static([](auto a) { return tanh(a); }, 0.7); }
+TEST(StaticScalar, Add) {
+  check_static([](auto a, auto b) { return a + b; }, 0.7, -1.3);
+}
+TEST(StaticScalar, Sub) {
+  check_static([](auto a, auto b) { return a - b; }, 0.7, -1.3);
+}
+TEST(StaticScalar, Mul) {
+  check_static([](auto a, auto b) { return a * b; }, 0.7, -1.3);
+}
+TEST(StaticScalar, Div) {
+  check_static([](auto a, auto b) { return a / b; }, 0.7, -1.3);
+}
+TEST(StaticScalar, Neg) {
+  check_static([](auto a) { return -a; }, 0.7);
+}
+TEST(StaticScalar, Exp) {
+  check_static([](auto a) { return exp(a); }, 0.7);
+}
+TEST(StaticScalar, Log) {
+  check_static([](auto a) { return log(a); }, 0.7);
+}
+TEST(StaticScalar, Sin) {
+  check_static([](auto a) { return sin(a); }, 0.7);
+}
+TEST(StaticScalar, Cos) {
+  check_static([](auto a) { return cos(a); }, 0.7);
+}
+TEST(StaticScalar, Tanh) {
+  check_static([](auto a) { return tanh(a); }, 0.7);
+}
 TEST(StaticScalar, PowScalarExponent) {
   check_static([](auto a) { return pow(a, 3.5); }, 0.7);
   check_static([](auto a) { return pow(a, -2); }, 1.7);
@@ -39,8 +59,8 @@ TEST(StaticScalar, SharedSubexpressionIsOneSlot) {
     return t + sin(t);
   };
   using E = mg::detail::traced_t<decltype(f), 2>;
-  static_assert(mg::detail::tree_info<E>::count == 8);   // occurrences in the tree
-  static_assert(mg::detail::plan_v<E>.nslots == 5);      // x, y, t, sin(t), t + sin(t)
+  static_assert(mg::detail::tree_info<E>::count == 8);  // occurrences in the tree
+  static_assert(mg::detail::plan_v<E>.nslots == 5);     // x, y, t, sin(t), t + sin(t)
   check_static(f, 0.4, 1.1);
 }
 

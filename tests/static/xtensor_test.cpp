@@ -69,8 +69,8 @@ INSTANTIATE_TEST_SUITE_P(Sizes, Fused, ::testing::Values(13, 37, 64));
 
 TEST(StaticXtensor, NumbersMixWithArrays) {
   const auto x = randn({3, 5}, 5);
-  check_xt([](auto a, auto s) { return sum(a * s + s * s); }, x, 0.7);          // fused
-  check_xt([](auto a, auto s) { return 2.0 * sum(exp(a * s)); }, x, -0.3);      // general
+  check_xt([](auto a, auto s) { return sum(a * s + s * s); }, x, 0.7);      // fused
+  check_xt([](auto a, auto s) { return 2.0 * sum(exp(a * s)); }, x, -0.3);  // general
   auto [ga, gs] = mg::grad([](auto a, auto s) { return sum(a * s); })(x, 2.0);
   EXPECT_NEAR(gs, xt::sum(x)(), 1e-12);
   EXPECT_NEAR(ga(1, 2), 2.0, 0.0);
@@ -79,8 +79,8 @@ TEST(StaticXtensor, NumbersMixWithArrays) {
 TEST(StaticXtensor, BroadcastingSumsGradientsBack) {
   check_xt([](auto a, auto b) { return sum(a * b); }, randn({3, 1}, 6), randn({1, 4}, 7));
   check_xt([](auto a, auto b) { return sum(sin(a) * b); }, randn({2, 3}, 8), randn({3}, 9));
-  auto [ga, gb] = mg::grad([](auto a, auto b) { return sum(a + b); })(randn({2, 3}, 10),
-                                                                      randn({3}, 11));
+  auto [ga, gb] =
+      mg::grad([](auto a, auto b) { return sum(a + b); })(randn({2, 3}, 10), randn({3}, 11));
   EXPECT_EQ(gb.shape(), (std::vector<std::size_t>{3}));
   EXPECT_DOUBLE_EQ(gb(0), 2.0);  // broadcast over 2 rows
   EXPECT_DOUBLE_EQ(ga(1, 2), 1.0);
@@ -105,10 +105,12 @@ TEST(StaticXtensor, Matmul) {
 
 TEST(StaticXtensor, SharedNodesAreComputedOnce) {
   // t is used three times; its value is materialised once and the gradient is still right
-  check_xt([](auto a, auto b) {
-    auto t = matmul(a, b);
-    return sum(t * t) + sum(sin(t));
-  }, randn({2, 2}, 15), randn({2, 2}, 16));
+  check_xt(
+      [](auto a, auto b) {
+        auto t = matmul(a, b);
+        return sum(t * t) + sum(sin(t));
+      },
+      randn({2, 2}, 15), randn({2, 2}, 16));
 }
 
 TEST(StaticXtensor, ArgumentTypesArePreserved) {
@@ -127,8 +129,8 @@ TEST(StaticXtensor, ArgumentTypesArePreserved) {
 }
 
 TEST(StaticXtensor, UnusedArgumentHasZeroGradient) {
-  auto [ga, gb] = mg::grad([](auto a, auto) { return 2.0 * sum(a); })(randn({2}, 17),
-                                                                    randn({3}, 18));
+  auto [ga, gb] =
+      mg::grad([](auto a, auto) { return 2.0 * sum(a); })(randn({2}, 17), randn({3}, 18));
   EXPECT_DOUBLE_EQ(ga(0), 2.0);
   EXPECT_EQ(gb.shape(), (std::vector<std::size_t>{3}));
   EXPECT_DOUBLE_EQ(gb(2), 0.0);
@@ -146,10 +148,12 @@ std::string error_of(F&& f) {
 
 TEST(StaticXtensor, Errors) {
   const auto a = randn({2, 3}, 19), b = randn({2, 3}, 20), c = randn({4}, 21);
-  const std::string mm = error_of([&] { mg::grad([](auto p, auto q) { return sum(matmul(p, q)); })(a, b); });
+  const std::string mm =
+      error_of([&] { mg::grad([](auto p, auto q) { return sum(matmul(p, q)); })(a, b); });
   EXPECT_NE(mm.find("matmul"), std::string::npos) << mm;
   EXPECT_NE(mm.find("[2,3]"), std::string::npos) << mm;
-  const std::string bc = error_of([&] { mg::grad([](auto p, auto q) { return sum(p * q); })(a, c); });
+  const std::string bc =
+      error_of([&] { mg::grad([](auto p, auto q) { return sum(p * q); })(a, c); });
   EXPECT_NE(bc.find("mul"), std::string::npos) << bc;
   EXPECT_NE(bc.find("broadcast"), std::string::npos) << bc;
   const std::string ns = error_of([&] { mg::grad([](auto p) { return p * p; })(a); });

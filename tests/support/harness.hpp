@@ -70,11 +70,13 @@ void check_static(const F& f, X... xs) {
     first(i);
     [&]<std::size_t... J>(std::index_sequence<J...>) {
       (second(i, std::integral_constant<std::size_t, J>{}), ...);
-    }(std::make_index_sequence<n>{});
+    }
+    (std::make_index_sequence<n>{});
   };
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (row(std::integral_constant<std::size_t, I>{}), ...);
-  }(std::make_index_sequence<n>{});
+  }
+  (std::make_index_sequence<n>{});
 }
 
 }  // namespace mg_test

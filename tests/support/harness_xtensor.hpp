@@ -53,7 +53,8 @@ void check_xt(const F& f, const A&... args) {
           }
         }(),
         ...);
-  }(std::index_sequence_for<A...>{});
+  }
+  (std::index_sequence_for<A...>{});
 }
 
 }  // namespace mg_test

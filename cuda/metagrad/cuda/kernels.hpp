@@ -113,14 +113,16 @@ struct map_kernel {
 
   template <class Z>
   MG_HD Out operator()(const Z& z) const {
+    return eval(z, std::index_sequence_for<A...>{});
+  }
+
+  template <class Z, std::size_t... k>
+  MG_HD MG_INLINE Out eval(const Z& z, std::index_sequence<k...>) const {
     using S = sweep_of<E, A...>;
-    return [&]<std::size_t... k>(std::index_sequence<k...>) {
-      const typename S::args a{{static_cast<A>(thrust::get<k>(z))}...};
-      typename S::type s(e, a);
-      s.forward();
-      return static_cast<Out>(s.result());
-    }
-    (std::index_sequence_for<A...>{});
+    const typename S::args a{{static_cast<A>(thrust::get<k>(z))}...};
+    typename S::type s(e, a);
+    s.forward();
+    return static_cast<Out>(s.result());
   }
 };
 
@@ -135,26 +137,29 @@ struct grad_kernel<WithValue, Out, E, std::index_sequence<I...>, A...> {
 
   template <class Z>
   MG_HD auto operator()(const Z& z) const {
+    return eval(z, std::index_sequence_for<A...>{});
+  }
+
+  template <class Z, std::size_t... k>
+  MG_HD MG_INLINE auto eval(const Z& z, std::index_sequence<k...>) const {
     using S = sweep_of<E, A...>;
-    return [&]<std::size_t... k>(std::index_sequence<k...>) {
-      const typename S::args a{{static_cast<A>(thrust::get<k + 1>(z))}...};
-      typename S::type s(e, a);
-      s.forward();
-      const auto seed = static_cast<typename S::value>(thrust::get<0>(z));
-      s.backward(seed);
-      // the gradient of argument I, or zero when f does not use it
-      const auto grad = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
-        using AJ = std::remove_cvref_t<decltype(mg::detail::grads_get<J>(a))>;
-        return static_cast<AJ>(s.template gradient<J>(seed, AJ(0)));
-      };
-      if constexpr (WithValue) {
-        return thrust::make_tuple(static_cast<Out>(s.result()),
-                                  grad(std::integral_constant<std::size_t, I>{})...);
-      } else {
-        return thrust::make_tuple(grad(std::integral_constant<std::size_t, I>{})...);
-      }
+    const typename S::args a{{static_cast<A>(thrust::get<k + 1>(z))}...};
+    typename S::type s(e, a);
+    s.forward();
+    const auto seed = static_cast<typename S::value>(thrust::get<0>(z));
+    s.backward(seed);
+    if constexpr (WithValue) {
+      return thrust::make_tuple(static_cast<Out>(s.result()), gradient<I>(s, seed, a)...);
+    } else {
+      return thrust::make_tuple(gradient<I>(s, seed, a)...);
     }
-    (std::index_sequence_for<A...>{});
+  }
+
+  // the gradient of argument J in its type, or zero when f does not use it
+  template <std::size_t J, class S, class Seed, class Args>
+  MG_HD MG_INLINE static auto gradient(const S& s, const Seed& seed, const Args& a) {
+    using AJ = std::remove_cvref_t<decltype(mg::detail::grads_get<J>(a))>;
+    return static_cast<AJ>(s.template gradient<J>(seed, AJ(0)));
   }
 };
 

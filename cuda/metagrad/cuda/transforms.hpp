@@ -60,10 +60,27 @@ auto trace_for() {
   return std::type_identity<E>{};
 }
 
+// The results of the selected arguments I... (parts K... of the pass) in their arguments'
+// types: arrays as they are, broadcast numbers summed.
+template <class Args, std::size_t... I, std::size_t... K, class Parts>
+auto finish_gradients(std::index_sequence<I...>, std::index_sequence<K...>, Parts& parts) {
+  const auto finish = [](auto i, auto& part) {
+    using XI = std::tuple_element_t<decltype(i)::value, Args>;
+    if constexpr (is_array_v<XI>) {
+      return std::move(part);
+    } else {
+      return thrust::reduce(part.begin(), part.end(), elem_t<XI>(0));
+    }
+  };
+  return mg::detail::bare_or_tuple(
+      std::tuple{finish(std::integral_constant<std::size_t, I>{}, std::get<K>(parts))...});
+}
+
 // One transform computing, per index, [the value and] seed * df/dx_I for each selected I. The
 // gradient of a broadcast number is the sum of its per-index terms (one reduce after the pass).
 template <bool WithValue, std::size_t... I, class E, class SeedIt, class... X>
-auto run_gradients(const E& e, SeedIt seed, std::size_t n, const X&... xs) {
+auto run_gradients(std::index_sequence<I...> selected, const E& e, SeedIt seed, std::size_t n,
+                   const X&... xs) {
   using Out = out_t<X...>;
   using Args = std::tuple<X...>;
   std::tuple<thrust::device_vector<elem_t<std::tuple_element_t<I, Args>>>...> parts{
@@ -83,19 +100,7 @@ auto run_gradients(const E& e, SeedIt seed, std::size_t n, const X&... xs) {
   thrust::transform(in, in + n, out,
                     grad_kernel<WithValue, Out, E, std::index_sequence<I...>, elem_t<X>...>{e});
 
-  const auto finish = [&]<std::size_t J, class P>(std::integral_constant<std::size_t, J>, P& p) {
-    using XJ = std::tuple_element_t<J, Args>;
-    if constexpr (is_array_v<XJ>) {
-      return std::move(p);
-    } else {
-      return thrust::reduce(p.begin(), p.end(), elem_t<XJ>(0));
-    }
-  };
-  auto grads = [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return mg::detail::bare_or_tuple(
-        std::tuple{finish(std::integral_constant<std::size_t, I>{}, std::get<K>(parts))...});
-  }
-  (std::index_sequence_for<std::integral_constant<std::size_t, I>...>{});
+  auto grads = finish_gradients<Args>(selected, std::make_index_sequence<sizeof...(I)>{}, parts);
   if constexpr (WithValue) {
     return std::pair{std::move(values), std::move(grads)};
   } else {
@@ -103,21 +108,19 @@ auto run_gradients(const E& e, SeedIt seed, std::size_t n, const X&... xs) {
   }
 }
 
+template <std::size_t N, std::size_t... I>
+constexpr bool indices_below(std::index_sequence<I...>) {
+  return ((I < N) && ...);
+}
+
 template <bool WithValue, class Selected, class F, class SeedOf, class... X>
 auto gradients(const char* what, const F& f, SeedOf seed_of, const X&... xs) {
   using E = typename decltype(trace_for<F, X...>())::type;
-  static_assert(
-      []<std::size_t... I>(std::index_sequence<I...>) {
-        return ((I < sizeof...(X)) && ...);
-      }(Selected{}),
-      "metagrad: grad<I...> names an argument index the call does not have");
+  static_assert(indices_below<sizeof...(X)>(Selected{}),
+                "metagrad: grad<I...> names an argument index the call does not have");
   const E e = mg::detail::trace(f, std::index_sequence_for<X...>{});
   const std::size_t n = common_size(what, xs...);
-  const auto seed = seed_of(n);
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return run_gradients<WithValue, I...>(e, seed, n, xs...);
-  }
-  (Selected{});
+  return run_gradients<WithValue>(Selected{}, e, seed_of(n), n, xs...);
 }
 
 template <bool WithValue, class F, std::size_t... I>

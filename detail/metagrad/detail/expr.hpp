@@ -70,60 +70,72 @@ MG_HD constexpr auto make_node(Op op, Ts&&... ts) {
 
 // Arithmetic on expressions: at least one side is an expression, the other may be a number.
 template <class L, class R>
-concept ExprOperands = detail::Operand<L> && detail::Operand<R> && (Expr<L> || Expr<R>);
+concept ExprOperands = detail::Operand<L> && detail::Operand<R> &&(Expr<L> || Expr<R>);
 
 template <class L, class R>
-  requires ExprOperands<L, R>
-MG_HD constexpr auto operator+(L&& l, R&& r) {
+requires ExprOperands<L, R> MG_HD constexpr auto operator+(L&& l, R&& r) {
   return detail::make_node(add_op{}, std::forward<L>(l), std::forward<R>(r));
 }
 template <class L, class R>
-  requires ExprOperands<L, R>
-MG_HD constexpr auto operator-(L&& l, R&& r) {
+requires ExprOperands<L, R> MG_HD constexpr auto operator-(L&& l, R&& r) {
   return detail::make_node(sub_op{}, std::forward<L>(l), std::forward<R>(r));
 }
 template <class L, class R>
-  requires ExprOperands<L, R>
-MG_HD constexpr auto operator*(L&& l, R&& r) {
+requires ExprOperands<L, R> MG_HD constexpr auto operator*(L&& l, R&& r) {
   return detail::make_node(mul_op{}, std::forward<L>(l), std::forward<R>(r));
 }
 template <class L, class R>
-  requires ExprOperands<L, R>
-MG_HD constexpr auto operator/(L&& l, R&& r) {
+requires ExprOperands<L, R> MG_HD constexpr auto operator/(L&& l, R&& r) {
   return detail::make_node(div_op{}, std::forward<L>(l), std::forward<R>(r));
 }
 
 template <Expr X>
-MG_HD constexpr auto operator-(X&& x) { return detail::make_node(neg_op{}, std::forward<X>(x)); }
+MG_HD constexpr auto operator-(X&& x) {
+  return detail::make_node(neg_op{}, std::forward<X>(x));
+}
 template <Expr X>
-MG_HD constexpr auto operator+(X&& x) { return std::remove_cvref_t<X>(std::forward<X>(x)); }
+MG_HD constexpr auto operator+(X&& x) {
+  return std::remove_cvref_t<X>(std::forward<X>(x));
+}
 
 template <Expr X>
-MG_HD constexpr auto exp(X&& x) { return detail::make_node(exp_op{}, std::forward<X>(x)); }
+MG_HD constexpr auto exp(X&& x) {
+  return detail::make_node(exp_op{}, std::forward<X>(x));
+}
 template <Expr X>
-MG_HD constexpr auto log(X&& x) { return detail::make_node(log_op{}, std::forward<X>(x)); }
+MG_HD constexpr auto log(X&& x) {
+  return detail::make_node(log_op{}, std::forward<X>(x));
+}
 template <Expr X>
-MG_HD constexpr auto sin(X&& x) { return detail::make_node(sin_op{}, std::forward<X>(x)); }
+MG_HD constexpr auto sin(X&& x) {
+  return detail::make_node(sin_op{}, std::forward<X>(x));
+}
 template <Expr X>
-MG_HD constexpr auto cos(X&& x) { return detail::make_node(cos_op{}, std::forward<X>(x)); }
+MG_HD constexpr auto cos(X&& x) {
+  return detail::make_node(cos_op{}, std::forward<X>(x));
+}
 template <Expr X>
-MG_HD constexpr auto tanh(X&& x) { return detail::make_node(tanh_op{}, std::forward<X>(x)); }
+MG_HD constexpr auto tanh(X&& x) {
+  return detail::make_node(tanh_op{}, std::forward<X>(x));
+}
 template <Expr X, class P>
-  requires std::is_arithmetic_v<P>
-MG_HD constexpr auto pow(X&& x, P p) {
+requires std::is_arithmetic_v<P> MG_HD constexpr auto pow(X&& x, P p) {
   return detail::make_node(pow_op{static_cast<double>(p)}, std::forward<X>(x));
 }
 // On plain numbers (0-d arrays) sum is the identity and matmul the product, so that a
 // function written for arrays also runs on numbers.
 template <class X>
-  requires std::is_arithmetic_v<X>
+requires std::is_arithmetic_v<X>
 constexpr X sum(X x) { return x; }
 template <class A, class B>
-  requires(std::is_arithmetic_v<A> && std::is_arithmetic_v<B>)
-constexpr auto matmul(A a, B b) { return a * b; }
+requires(std::is_arithmetic_v<A>&& std::is_arithmetic_v<B>) constexpr auto matmul(A a, B b) {
+  return a * b;
+}
 
 template <Expr X>
-constexpr auto sum(X&& x) { return detail::make_node(sum_op{}, std::forward<X>(x)); }
+constexpr auto sum(X&& x) {
+  return detail::make_node(sum_op{}, std::forward<X>(x));
+}
 template <Expr X>
 constexpr auto sum(X&& x, std::ptrdiff_t axis) {
   return detail::make_node(sum_axis_op{axis}, std::forward<X>(x));
@@ -139,13 +151,13 @@ constexpr auto matmul(A&& a, B&& b) {
 /// struct softplus {
 ///   static auto forward(const auto& x) { using std::exp, std::log; return log(1 + exp(x)); }
 ///   // d/dx log(1 + e^x) = 1 - 1/(1 + e^x) = 1 - exp(-y)
-///   static auto backward(const auto&, const auto& y, const auto& g) { using std::exp; return g * (1 - exp(-y)); }
+///   static auto backward(const auto&, const auto& y, const auto& g) { using std::exp; return g *
+///   (1 - exp(-y)); }
 /// };
 /// auto df = mg::grad([](auto x) { return mg::apply<softplus>(x * x); })(0.5);
 /// ```
 template <class F, class... A>
-  requires(Expr<A> || ...)
-constexpr auto apply(A&&... a) {
+requires(Expr<A> || ...) constexpr auto apply(A&&... a) {
   detail::diagnose_static_op<F>();
   static_assert(sizeof...(A) == detail::op_arity<F>(),
                 "metagrad: apply<F> got a different number of inputs than F::forward takes");
@@ -153,8 +165,7 @@ constexpr auto apply(A&&... a) {
 }
 
 template <class F, class... A>
-  requires(std::is_arithmetic_v<std::remove_cvref_t<A>> && ...)
-constexpr auto apply(const A&... a) {
+requires(std::is_arithmetic_v<std::remove_cvref_t<A>>&&...) constexpr auto apply(const A&... a) {
   detail::diagnose_static_op<F>();
   return F{}.forward(a...);
 }
@@ -163,7 +174,7 @@ namespace detail {
 // Expression values appear only when a static gradient is itself differentiated (grad of grad),
 // which the static engine supports for scalar functions: arrays of expressions are 0-d.
 template <class X>
-  requires Expr<X>
+requires Expr<X>
 struct algebra_impl<X> {
   static constexpr auto sum(const auto& x) { return x; }
   static constexpr auto sum(const auto& x, std::ptrdiff_t) { return x; }

@@ -175,7 +175,8 @@ constexpr std::size_t slot_of_var() {
     std::size_t r = d.nslots;
     ((r = std::is_same_v<occurrence_t<E, o>, var<I>> ? d.slot_of[o] : r), ...);
     return r;
-  }(std::make_index_sequence<tree_info<E>::count>{});
+  }
+  (std::make_index_sequence<tree_info<E>::count>{});
 }
 
 }  // namespace mg::detail

@@ -24,8 +24,7 @@ struct pack {
   pack() = default;
   MG_INLINE pack(batch b) : v(b) {}
   template <class S>
-    requires std::is_arithmetic_v<S>
-  MG_INLINE pack(S s) : v(static_cast<T>(s)) {}
+  requires std::is_arithmetic_v<S> MG_INLINE pack(S s) : v(static_cast<T>(s)) {}
 
   MG_INLINE static pack load(const T* p) { return batch::load_unaligned(p); }
   MG_INLINE void store(T* p) const { v.store_unaligned(p); }
@@ -49,8 +48,7 @@ struct pack {
   MG_INLINE friend pack tanh(const pack& a) { return xsimd::tanh(a.v); }
   MG_INLINE friend pack pow(const pack& a, const pack& b) { return xsimd::pow(a.v, b.v); }
   template <class S>
-    requires std::is_arithmetic_v<S>
-  MG_INLINE friend pack pow(const pack& a, S p) {
+  requires std::is_arithmetic_v<S> MG_INLINE friend pack pow(const pack& a, S p) {
     const double d = static_cast<double>(p);
     if (d == std::trunc(d) && std::fabs(d) <= 64) return xsimd::pow(a.v, static_cast<int>(d));
     return xsimd::pow(a.v, batch(static_cast<T>(d)));
@@ -58,28 +56,28 @@ struct pack {
 };
 
 template <class T, class S>
-  requires std::is_arithmetic_v<S>
-MG_INLINE pack<T> operator+(const pack<T>& a, S s) { return a + pack<T>(s); }
+requires std::is_arithmetic_v<S> MG_INLINE pack<T>
+operator+(const pack<T>& a, S s) { return a + pack<T>(s); }
 template <class T, class S>
-  requires std::is_arithmetic_v<S>
-MG_INLINE pack<T> operator+(S s, const pack<T>& a) { return pack<T>(s) + a; }
+requires std::is_arithmetic_v<S> MG_INLINE pack<T>
+operator+(S s, const pack<T>& a) { return pack<T>(s) + a; }
 template <class T, class S>
-  requires std::is_arithmetic_v<S>
-MG_INLINE pack<T> operator-(const pack<T>& a, S s) { return a - pack<T>(s); }
+requires std::is_arithmetic_v<S> MG_INLINE pack<T>
+operator-(const pack<T>& a, S s) { return a - pack<T>(s); }
 template <class T, class S>
-  requires std::is_arithmetic_v<S>
-MG_INLINE pack<T> operator-(S s, const pack<T>& a) { return pack<T>(s) - a; }
+requires std::is_arithmetic_v<S> MG_INLINE pack<T>
+operator-(S s, const pack<T>& a) { return pack<T>(s) - a; }
 template <class T, class S>
-  requires std::is_arithmetic_v<S>
-MG_INLINE pack<T> operator*(const pack<T>& a, S s) { return a * pack<T>(s); }
+requires std::is_arithmetic_v<S> MG_INLINE pack<T>
+operator*(const pack<T>& a, S s) { return a * pack<T>(s); }
 template <class T, class S>
-  requires std::is_arithmetic_v<S>
-MG_INLINE pack<T> operator*(S s, const pack<T>& a) { return pack<T>(s) * a; }
+requires std::is_arithmetic_v<S> MG_INLINE pack<T>
+operator*(S s, const pack<T>& a) { return pack<T>(s) * a; }
 template <class T, class S>
-  requires std::is_arithmetic_v<S>
-MG_INLINE pack<T> operator/(const pack<T>& a, S s) { return a / pack<T>(s); }
+requires std::is_arithmetic_v<S> MG_INLINE pack<T>
+operator/(const pack<T>& a, S s) { return a / pack<T>(s); }
 template <class T, class S>
-  requires std::is_arithmetic_v<S>
-MG_INLINE pack<T> operator/(S s, const pack<T>& a) { return pack<T>(s) / a; }
+requires std::is_arithmetic_v<S> MG_INLINE pack<T>
+operator/(S s, const pack<T>& a) { return pack<T>(s) / a; }
 
 }  // namespace mg::detail

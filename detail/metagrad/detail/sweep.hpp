@@ -89,8 +89,9 @@ struct sweep_types {
   template <std::size_t s, class Op, class... A>
   struct val<s, node<Op, A...>> {
     template <std::size_t... j>
-    static auto f(std::index_sequence<j...>) -> decltype(Policy::template keep<Op>(
-        std::declval<const Op&>().forward(std::declval<const typename val<d.child[s][j]>::type&>()...)));
+    static auto f(std::index_sequence<j...>)
+        -> decltype(Policy::template keep<Op>(std::declval<const Op&>().forward(
+            std::declval<const typename val<d.child[s][j]>::type&>()...)));
     using type = std::remove_cvref_t<decltype(f(std::index_sequence_for<A...>{}))>;
   };
   template <std::size_t s>
@@ -110,10 +111,10 @@ struct sweep_types {
   template <std::size_t p, class Op, class... A>
   struct bwd<p, node<Op, A...>> {
     template <std::size_t... j>
-    static auto f(std::index_sequence<j...>) -> decltype(Policy::keep_bwd(
-        std::declval<const Op&>().backward(std::declval<const val_t<d.child[p][j]>&>()...,
-                                           std::declval<const val_t<p>&>(),
-                                           std::declval<const adj_t<p>&>())));
+    static auto f(std::index_sequence<j...>)
+        -> decltype(Policy::keep_bwd(std::declval<const Op&>().backward(
+            std::declval<const val_t<d.child[p][j]>&>()..., std::declval<const val_t<p>&>(),
+            std::declval<const adj_t<p>&>())));
     using type = std::remove_cvref_t<decltype(f(std::index_sequence_for<A...>{}))>;
   };
   template <std::size_t p>
@@ -123,11 +124,11 @@ struct sweep_types {
   template <std::size_t s>
   struct adj_inner {
     template <std::size_t... u>
-    static auto f(std::index_sequence<u...>)
-        -> decltype((Policy::reduce_like(component<d.use_k[d.use_begin[s] + u]>(
-                                             std::declval<const bwd_t<d.use_p[d.use_begin[s] + u]>&>()),
-                                         std::declval<const val_t<s>&>()) +
-                     ...));
+    static auto f(std::index_sequence<u...>) -> decltype((
+        Policy::reduce_like(component<d.use_k[d.use_begin[s] + u]>(
+                                std::declval<const bwd_t<d.use_p[d.use_begin[s] + u]>&>()),
+                            std::declval<const val_t<s>&>()) +
+        ...));
     using type = std::remove_cvref_t<decltype(f(
         std::make_index_sequence<d.use_begin[s + 1] - d.use_begin[s]>{}))>;
   };
@@ -174,11 +175,13 @@ class sweep {
   MG_HD MG_INLINE constexpr const auto& result() const { return value<N - 1>(); }
 
   MG_HD MG_INLINE constexpr void forward() {
-    [this]<std::size_t... s>(std::index_sequence<s...>) { (compute<s>(), ...); }(slots{});
+    [this]<std::size_t... s>(std::index_sequence<s...>) { (compute<s>(), ...); }
+    (slots{});
   }
 
   MG_HD MG_INLINE constexpr void backward(const Seed& seed) {
-    [&]<std::size_t... i>(std::index_sequence<i...>) { (step<N - 1 - i>(seed), ...); }(slots{});
+    [&]<std::size_t... i>(std::index_sequence<i...>) { (step<N - 1 - i>(seed), ...); }
+    (slots{});
   }
 
   // The adjoint of slot s: the seed at the root, else the sum of what its uses sent.
@@ -188,12 +191,13 @@ class sweep {
       return seed;
     } else {
       return [&]<std::size_t... u>(std::index_sequence<u...>) {
-        return (Policy::reduce_like(
-                    component<plan_v<E>.use_k[plan_v<E>.use_begin[s] + u]>(
-                        grads_get<plan_v<E>.use_p[plan_v<E>.use_begin[s] + u]>(bwds_)),
-                    value<s>()) +
-                ...);
-      }(std::make_index_sequence<plan_v<E>.use_begin[s + 1] - plan_v<E>.use_begin[s]>{});
+        return (
+            Policy::reduce_like(component<plan_v<E>.use_k[plan_v<E>.use_begin[s] + u]>(
+                                    grads_get<plan_v<E>.use_p[plan_v<E>.use_begin[s] + u]>(bwds_)),
+                                value<s>()) +
+            ...);
+      }
+      (std::make_index_sequence<plan_v<E>.use_begin[s + 1] - plan_v<E>.use_begin[s]>{});
     }
   }
 
@@ -216,7 +220,8 @@ class sweep {
       grads_get<s>(vals_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
         using Op = std::remove_cvref_t<decltype(n.op)>;
         return Policy::template keep<Op>(n.op.forward(value<plan_v<E>.child[s][j]>()...));
-      }(std::make_index_sequence<plan_v<E>.nchild[s]>{});
+      }
+      (std::make_index_sequence<plan_v<E>.nchild[s]>{});
     }
   }
 
@@ -227,7 +232,8 @@ class sweep {
       grads_get<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
         return Policy::keep_bwd(
             n.op.backward(value<plan_v<E>.child[p][j]>()..., value<p>(), adjoint<p>(seed)));
-      }(std::make_index_sequence<plan_v<E>.nchild[p]>{});
+      }
+      (std::make_index_sequence<plan_v<E>.nchild[p]>{});
     }
   }
 };

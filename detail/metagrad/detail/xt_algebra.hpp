@@ -10,15 +10,15 @@
 #include <vector>
 
 #include <xtensor/xarray.hpp>
-#include <xtensor/xexception.hpp>
 #include <xtensor/xbroadcast.hpp>
+#include <xtensor/xexception.hpp>
 #include <xtensor/xmanipulation.hpp>
-#include <xtensor/xreducer.hpp>
 #include <xtensor/xmath.hpp>
+#include <xtensor/xreducer.hpp>
 
+#include <metagrad/detail/sweep.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/ops/shaped.hpp>
-#include <metagrad/detail/sweep.hpp>
 
 extern "C" {
 // Fortran BLAS (OpenBLAS, linked by metagrad::metagrad). Column-major.
@@ -68,7 +68,7 @@ template <class X>
 using xt_value_t = typename std::remove_cvref_t<X>::value_type;
 
 template <class X>
-  requires XtExpr<X>
+requires XtExpr<X>
 struct algebra_impl<X> {
   static auto sum(const auto& x) {
     using T = xt_value_t<decltype(x)>;
@@ -173,7 +173,8 @@ struct xt_policy {
     if constexpr (is_grads_v<std::remove_cvref_t<B>>) {
       return [&]<std::size_t... k>(std::index_sequence<k...>) {
         return grads{keep<void_op>(get<k>(b))...};
-      }(std::make_index_sequence<std::remove_cvref_t<B>::size>{});
+      }
+      (std::make_index_sequence<std::remove_cvref_t<B>::size>{});
     } else {
       return keep<void_op>(std::forward<B>(b));
     }

@@ -46,9 +46,9 @@ struct div_op {
   static constexpr const char* name = "div";
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a / b; }
   // d/da (a/b) = 1/b, d/db (a/b) = -a/b^2 = -(1/b) * y
+  // (no named temporaries: on lazy array types a local would dangle once backward returns)
   MG_HD static constexpr auto backward(const auto&, const auto& b, const auto& y, const auto& g) {
-    auto ga = g / b;
-    return grads{ga, -(ga * y)};
+    return grads{g / b, -(g / b * y)};
   }
 };
 

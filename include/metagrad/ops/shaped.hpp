@@ -24,11 +24,13 @@ template <class X>
 using algebra = algebra_impl<std::remove_cvref_t<X>>;
 
 template <class X>
-concept Algebra = requires { sizeof(algebra_impl<std::remove_cvref_t<X>>); };
+concept Algebra = requires {
+  sizeof(algebra_impl<std::remove_cvref_t<X>>);
+};
 
 // Plain numbers are 0-d arrays: sum is the identity and matmul is the product.
 template <class X>
-  requires std::is_arithmetic_v<X>
+requires std::is_arithmetic_v<X>
 struct algebra_impl<X> {
   MG_HD static constexpr auto sum(const auto& x) { return x; }
   MG_HD static constexpr auto sum(const auto& x, std::ptrdiff_t) { return x; }
