@@ -13,6 +13,7 @@ set(METAGRAD_PUBLIC_HEADERS
 set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/config.hpp
   detail/metagrad/detail/expr.hpp
+  detail/metagrad/detail/gemm.hpp
   detail/metagrad/detail/plan.hpp
   detail/metagrad/detail/simd.hpp
   detail/metagrad/detail/sweep.hpp

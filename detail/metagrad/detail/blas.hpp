@@ -11,30 +11,11 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <metagrad/detail/gemm.hpp>
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/detail/kernels.hpp>
 
-extern "C" {
-void dgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
-            const double* alpha, const double* a, const int* lda, const double* b, const int* ldb,
-            const double* beta, double* c, const int* ldc);
-void sgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
-            const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
-            const float* beta, float* c, const int* ldc);
-}
-
 namespace mg::detail {
-
-inline void gemm(const char* ta, const char* tb, int m, int n, int k, const double* a, int lda,
-                 const double* b, int ldb, double* c, int ldc) {
-  const double one = 1, zero = 0;
-  dgemm_(ta, tb, &m, &n, &k, &one, a, &lda, b, &ldb, &zero, c, &ldc);
-}
-inline void gemm(const char* ta, const char* tb, int m, int n, int k, const float* a, int lda,
-                 const float* b, int ldb, float* c, int ldc) {
-  const float one = 1, zero = 0;
-  sgemm_(ta, tb, &m, &n, &k, &one, a, &lda, b, &ldb, &zero, c, &ldc);
-}
 
 // How a row-major (r,c) operand is handed to column-major gemm: op 'N' with ld for a row-major
 // layout, op 'T' for a transposed view; anything else is copied first. See Note [Row-major gemm].

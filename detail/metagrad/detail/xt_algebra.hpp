@@ -16,19 +16,10 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xreducer.hpp>
 
+#include <metagrad/detail/gemm.hpp>
 #include <metagrad/detail/sweep.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/ops/shaped.hpp>
-
-extern "C" {
-// Fortran BLAS (OpenBLAS, linked by metagrad::metagrad). Column-major.
-void dgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k,
-            const double* alpha, const double* a, const int* lda, const double* b, const int* ldb,
-            const double* beta, double* c, const int* ldc);
-void sgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k,
-            const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
-            const float* beta, float* c, const int* ldc);
-}
 
 namespace mg::detail {
 
@@ -50,18 +41,12 @@ std::string shape_string(const S& s) {
 // column-major view, which needs no transposition.
 template <class T>
 void gemm_row_major(int m, int n, int k, const T* a, const T* b, T* c) {
-  const char no = 'N';
-  const T one = 1, zero = 0;
   if (m == 0 || n == 0) return;
   if (k == 0) {
-    for (int i = 0; i < m * n; ++i) c[i] = 0;
+    std::fill(c, c + m * n, T(0));
     return;
   }
-  if constexpr (std::is_same_v<T, double>) {
-    dgemm_(&no, &no, &n, &m, &k, &one, b, &n, a, &k, &zero, c, &n);
-  } else {
-    sgemm_(&no, &no, &n, &m, &k, &one, b, &n, a, &k, &zero, c, &n);
-  }
+  gemm("N", "N", n, m, k, b, n, a, k, c, n);  // See Note [Row-major gemm] in blas.hpp
 }
 
 template <class X>
