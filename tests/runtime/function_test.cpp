@@ -6,6 +6,7 @@
 #include <metagrad/function.hpp>
 #include <metagrad/static.hpp>
 
+#include "support/custom_ops.hpp"
 #include "support/harness_runtime.hpp"
 
 using mg::tensor;
@@ -14,31 +15,8 @@ using mg_test::check_arrays;
 using mg_test::check_runtime;
 using mg_test::expect_error;
 
-struct softplus {
-  static constexpr const char* name = "softplus";
-  static auto forward(const auto& x) {
-    using std::exp, std::log;
-    return log(1 + exp(x));
-  }
-  // d/dx log(1 + e^x) = 1 - 1/(1 + e^x) = 1 - exp(-y)
-  static auto backward(const auto&, const auto& y, const auto& g) {
-    using std::exp;
-    return g * (1 - exp(-y));
-  }
-};
-static_assert(mg::StaticOp<softplus>);
-
-struct hypot2 {  // sqrt(a^2 + b^2) as one op with two inputs
-  static auto forward(const auto& a, const auto& b) {
-    using std::pow;
-    return pow(a * a + b * b, 0.5);
-  }
-  // d/da = a / y, d/db = b / y
-  static auto backward(const auto& a, const auto& b, const auto& y, const auto& g) {
-    return mg::grads{g * a / y, g * b / y};
-  }
-};
-static_assert(mg::StaticOp<hypot2>);
+using mg_test::hypot2;
+using mg_test::softplus;
 
 TEST(RuntimeStaticOp, SameStructInBothEngines) {
   check_runtime([](auto x) { return mg::apply<softplus>(x * x); }, 0.5);

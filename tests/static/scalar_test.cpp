@@ -6,6 +6,7 @@
 
 #include <metagrad/static.hpp>
 
+#include "support/custom_ops.hpp"
 #include "support/harness.hpp"
 
 using mg_test::check_static;
@@ -104,30 +105,8 @@ TEST(StaticScalar, GradOfGradOfGrad) {
   EXPECT_NEAR(mg::hessian<0>(f)(x), std::exp(2 * x) * (3 * std::sin(x) + 4 * std::cos(x)), 1e-12);
 }
 
-struct softplus {
-  static auto forward(const auto& x) {
-    using std::exp, std::log;
-    return log(1 + exp(x));
-  }
-  // d/dx log(1 + e^x) = 1 - 1/(1 + e^x) = 1 - exp(-y)
-  static auto backward(const auto&, const auto& y, const auto& g) {
-    using std::exp;
-    return g * (1 - exp(-y));
-  }
-};
-static_assert(mg::StaticOp<softplus>);
-
-struct hypot2 {  // sqrt(a^2 + b^2) as one op with two inputs
-  static auto forward(const auto& a, const auto& b) {
-    using std::pow;
-    return pow(a * a + b * b, 0.5);
-  }
-  // d/da = a / y, d/db = b / y
-  static auto backward(const auto& a, const auto& b, const auto& y, const auto& g) {
-    return mg::grads{g * a / y, g * b / y};
-  }
-};
-static_assert(mg::StaticOp<hypot2>);
+using mg_test::hypot2;
+using mg_test::softplus;
 
 TEST(StaticScalar, CustomOps) {
   check_static([](auto x) { return mg::apply<softplus>(x * x); }, 0.5);

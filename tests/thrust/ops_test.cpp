@@ -7,6 +7,7 @@
 #include <metagrad/cuda.hpp>
 #include <metagrad/static.hpp>
 
+#include "support/custom_ops.hpp"
 #include "support/harness_thrust.hpp"
 
 namespace {
@@ -87,33 +88,8 @@ TEST(ThrustOps, UnusedArgumentAndConstantsOnly) {
   check_thrust_all([](auto x) { return x; }, wide);
 }
 
-namespace {
-// Custom ops used on the device are marked MG_HD like the built-ins.
-struct softplus {
-  MG_HD static auto forward(const auto& x) {
-    using std::exp, std::log;
-    return log(1 + exp(x));
-  }
-  // d/dx log(1 + e^x) = 1 - 1/(1 + e^x) = 1 - exp(-y)
-  MG_HD static auto backward(const auto&, const auto& y, const auto& g) {
-    using std::exp;
-    return g * (1 - exp(-y));
-  }
-};
-static_assert(mg::StaticOp<softplus>);
-
-struct hypot2 {  // sqrt(a^2 + b^2) as one op with two inputs
-  MG_HD static auto forward(const auto& a, const auto& b) {
-    using std::sqrt;
-    return sqrt(a * a + b * b);
-  }
-  // d/da = a / y, d/db = b / y
-  MG_HD static auto backward(const auto& a, const auto& b, const auto& y, const auto& g) {
-    return mg::grads{g * a / y, g * b / y};
-  }
-};
-static_assert(mg::StaticOp<hypot2>);
-}  // namespace
+using mg_test::hypot2;
+using mg_test::softplus;
 
 TEST(ThrustOps, CustomOps) {
   check_thrust_all([](auto x) { return mg::apply<softplus>(x * x); }, wide);
