@@ -22,6 +22,7 @@ set(METAGRAD_DETAIL_HEADERS
 set(METAGRAD_CUDA_HEADERS
   cuda/metagrad/cuda.hpp
   cuda/metagrad/cuda/kernels.hpp
+  cuda/metagrad/cuda/tensor_backend.hpp
   cuda/metagrad/cuda/transforms.hpp
 )
 # The runtime engine (mg::tensor).
@@ -32,6 +33,7 @@ list(APPEND METAGRAD_PUBLIC_HEADERS
 )
 list(APPEND METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/blas.hpp
+  detail/metagrad/detail/device.hpp
   detail/metagrad/detail/engine.hpp
   detail/metagrad/detail/graph.hpp
   detail/metagrad/detail/kernels.hpp

@@ -4,4 +4,5 @@
 #pragma once
 
 #include <metagrad/cuda/kernels.hpp>
+#include <metagrad/cuda/tensor_backend.hpp>
 #include <metagrad/cuda/transforms.hpp>

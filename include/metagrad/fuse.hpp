@@ -182,6 +182,7 @@ struct fused_fn {
   requires(std::is_same_v<A, tensor>&&...) tensor operator()(const A&... x) const {
     constexpr std::size_t N = sizeof...(A);
     const bool f32_only = ((x.dtype() == f32) && ...);
+    (check_cpu(*x.impl(), "fuse"), ...);  // on device cuda: mg::cuda::vjp over device arrays
     const bool record = grad_mode() && (x.requires_grad() || ...);
     auto n = record ? std::make_shared<fused_node<F, N>>(f) : nullptr;
     tensor y;

@@ -78,14 +78,14 @@ inline void manual_seed(std::uint64_t seed) { detail::generator().seed(seed); }
 
 /// Standard normal samples: `mg::randn({3, 3}, {.requires_grad = true})`.
 inline tensor randn(const shape_t& shape, const tensor_options& options = {}) {
-  auto t = detail::make_impl(shape, options.dtype, options.device);
+  auto t = detail::make_impl(shape, options.dtype);
   std::normal_distribution<double> normal;
   detail::dispatch(options.dtype, [&]<class T>(std::type_identity<T>) {
     T* p = t->data<T>();
     for (std::int64_t i = 0, n = t->numel(); i < n; ++i)
       p[i] = static_cast<T>(normal(detail::generator()));
   });
-  tensor r(std::move(t));
+  tensor r(options.device == device::cpu ? std::move(t) : detail::transfer_kernel(*t, options.device));
   r.requires_grad_(options.requires_grad);
   return r;
 }
@@ -107,16 +107,15 @@ T tensor::item() const {
   if (t.numel() != 1)
     detail::fail("item: a tensor of shape ", detail::shape_str(t.shape), " has ", t.numel(),
                  " elements; item() needs exactly one (reduce it with sum() first)");
-  detail::check_cpu(t, "item");
+  const auto h = detail::transfer_kernel(t, device::cpu);
   return detail::dispatch(
-      t.dtype(), [&]<class S>(std::type_identity<S>) { return static_cast<T>(*t.data<S>()); });
+      t.dtype(), [&]<class S>(std::type_identity<S>) { return static_cast<T>(*h->data<S>()); });
 }
 
 template <class T>
 xt::xarray<T> tensor::to_xtensor() const {
   const auto& t = checked("to_xtensor");
-  detail::check_cpu(t, "to_xtensor");
-  const auto c = detail::copy_kernel(t, t.dtype(), t.shape);
+  const auto c = detail::transfer_kernel(t, device::cpu);
   xt::xarray<T> r =
       xt::xarray<T>::from_shape(std::vector<std::size_t>(t.shape.begin(), t.shape.end()));
   detail::dispatch(t.dtype(), [&]<class S>(std::type_identity<S>) {

@@ -9,7 +9,8 @@
 // weights w; every element of every runtime gradient is compared with a central difference of L
 // (f64, h = 1e-6), and second order through create_graph: a Hessian-vector product against the
 // difference of the runtime gradient along v. With .dtype = mg::f32 the runtime runs in f32 and
-// is compared against the f64 differences with a looser tolerance.
+// is compared against the f64 differences with a looser tolerance. With .device = mg::device::cuda
+// every tensor of the check lives on that device.
 #pragma once
 
 #include <array>
@@ -90,6 +91,7 @@ struct array_options {
   double lo = -1.0, hi = 1.0;  // inputs are uniform in [lo, hi]
   std::uint64_t seed = 7;
   bool second_order = true;
+  mg::device device = mg::device::cpu;  // where the tensors live (cuda: the Thrust backend)
 };
 
 inline xt::xarray<double> uniform(const mg::shape_t& shape, double lo, double hi,
@@ -113,7 +115,8 @@ inline void check_arrays(const std::function<mg::tensor(const mg::tensor_list&)>
 
   auto make = [&](const std::vector<xt::xarray<double>>& xs, mg::dtype d, bool grad) {
     mg::tensor_list t;
-    for (const auto& a : xs) t.push_back(mg::tensor(a).to(d).detach().requires_grad_(grad));
+    for (const auto& a : xs)
+      t.push_back(mg::tensor(a).to(d).to(o.device).detach().requires_grad_(grad));
     return t;
   };
   // fixed output weights, so that every element of the output is checked
@@ -124,7 +127,7 @@ inline void check_arrays(const std::function<mg::tensor(const mg::tensor_list&)>
     w = uniform(out.shape(), 0.5, 1.5, gen);
   }
   auto loss = [&](const mg::tensor_list& t, mg::dtype d) {
-    return mg::sum(f(t) * mg::tensor(w).to(d));
+    return mg::sum(f(t) * mg::tensor(w).to(d).to(o.device));
   };
   auto loss_value = [&](const std::vector<xt::xarray<double>>& xs) {
     mg::no_grad_guard ng;
@@ -149,6 +152,7 @@ inline void check_arrays(const std::function<mg::tensor(const mg::tensor_list&)>
     if (g[i].defined()) {
       EXPECT_EQ(g[i].shape(), shapes[i]) << "gradient " << i << " shape";
       EXPECT_EQ(g[i].dtype(), o.dtype) << "gradient " << i << " dtype";
+      EXPECT_EQ(g[i].device(), o.device) << "gradient " << i << " device";
     }
     const auto gi = as_array(g[i], shapes[i]);
     for (std::size_t j = 0; j < x0[i].size(); ++j) {
@@ -164,7 +168,7 @@ inline void check_arrays(const std::function<mg::tensor(const mg::tensor_list&)>
   mg::tensor s;
   for (std::size_t i = 0; i < shapes.size(); ++i)
     if (g[i].defined() && g[i].requires_grad()) {
-      const mg::tensor term = mg::sum(g[i] * mg::tensor(v[i]).to(o.dtype));
+      const mg::tensor term = mg::sum(g[i] * mg::tensor(v[i]).to(o.dtype).to(o.device));
       s = s.defined() ? s + term : term;
     }
   mg::tensor_list hv(shapes.size());

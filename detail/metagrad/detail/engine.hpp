@@ -57,6 +57,10 @@ inline impl_ptr root_gradient(const tensor& out, const tensor& grad, const char*
     fail(api, ": the gradient for output ", i, " has shape ", shape_str(grad.shape()),
          " but the output has shape ", shape_str(out.shape()),
          "; pass a gradient of the output's shape");
+  if (grad.device() != out.device())
+    fail(api, ": the gradient for output ", i, " is on device ", device_name(grad.device()),
+         " but the output is on device ", device_name(out.device()),
+         "; move it with .to(mg::device::", device_name(out.device()), ")");
   return grad.to(out.dtype()).impl();
 }
 

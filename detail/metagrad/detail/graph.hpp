@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include <metagrad/detail/device.hpp>
 #include <metagrad/detail/storage.hpp>
 #include <metagrad/error.hpp>
 

@@ -1,7 +1,9 @@
-// CPU kernels of the runtime engine, on tensor_impl objects. Every kernel reads its inputs
-// through their strides (views need not be contiguous) and writes a fresh contiguous output.
-// Elementwise kernels evaluate the op structs of <metagrad/ops/elementwise.hpp> on each element:
-// one formula for every engine.
+// Kernels of the runtime engine, on tensor_impl objects. Every kernel reads its inputs through
+// their strides (views need not be contiguous) and writes a fresh contiguous output on the
+// inputs' device. Elementwise kernels evaluate the op structs of <metagrad/ops/elementwise.hpp>
+// on each element: one formula for every engine. On the CPU they run here; on device cuda they
+// describe the work (nd_space, nd_operand) and hand it to the registered backend (Note [Device
+// backends] in device.hpp).
 #pragma once
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <metagrad/detail/device.hpp>
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/detail/storage.hpp>
 #include <metagrad/error.hpp>
@@ -83,13 +86,70 @@ void nd_for_each(const shape_t& shape, const std::array<const shape_t*, K>& stri
 
 inline void check_cpu(const tensor_impl& t, const char* op) {
   if (t.device() != device::cpu)
-    fail(op, ": tensor of shape ", shape_str(t.shape), " is on device ", device_name(t.device()),
-         "; the CPU kernels need device cpu (include <metagrad/cuda.hpp> for cuda tensors)");
+    fail(op, ": a tensor of shape ", shape_str(t.shape), " is on device ",
+         device_name(t.device()), "; ", op,
+         " is implemented on device cpu only so far: move the operands with .to(mg::device::cpu)");
+}
+
+// The kernel description of a tensor read with `strides` (in the index space of the kernel).
+inline nd_operand as_operand(const tensor_impl& t, const shape_t& strides) {
+  nd_operand o;
+  o.data = static_cast<char*>(t.store->data) +
+           t.offset * static_cast<std::int64_t>(element_size(t.dtype()));
+  for (std::size_t d = 0; d < strides.size(); ++d) o.strides[d] = strides[d];
+  return o;
+}
+
+inline nd_space as_space(const shape_t& shape, const char* op) {
+  check_device_rank(shape, op);
+  nd_space s;
+  s.rank = static_cast<int>(shape.size());
+  for (std::size_t d = 0; d < shape.size(); ++d) s.extents[d] = shape[d];
+  s.numel = numel_of(shape);
+  return s;
+}
+
+// Merges neighbouring dimensions that every operand walks as one (a contiguous tensor becomes
+// rank 1) and drops extent-1 dimensions, so that the device computes fewer index divisions.
+template <std::size_t K>
+void coalesce(nd_space& s, std::array<nd_operand*, K> ops) {
+  int r = 0;
+  for (int d = 0; d < s.rank; ++d) {
+    if (s.extents[d] == 1) continue;
+    bool merge = r > 0;
+    for (std::size_t k = 0; k < K && merge; ++k)
+      merge = ops[k]->strides[r - 1] == ops[k]->strides[d] * s.extents[d];
+    if (merge) {
+      s.extents[r - 1] *= s.extents[d];
+      for (std::size_t k = 0; k < K; ++k) ops[k]->strides[r - 1] = ops[k]->strides[d];
+    } else {
+      s.extents[r] = s.extents[d];
+      for (std::size_t k = 0; k < K; ++k) ops[k]->strides[r] = ops[k]->strides[d];
+      ++r;
+    }
+  }
+  s.rank = r;
+}
+
+inline void check_same_device(const tensor_impl& a, const tensor_impl& b, const char* op) {
+  if (a.device() != b.device())
+    fail(op, ": operands are on different devices (a tensor of shape ", shape_str(a.shape),
+         " on ", device_name(a.device()), ", one of shape ", shape_str(b.shape), " on ",
+         device_name(b.device()), "); move one with .to(mg::device::", device_name(a.device()),
+         ") or .to(mg::device::", device_name(b.device()), ")");
 }
 
 // dst[i] = src[i] broadcast to dst's shape, converting the element type; dst may be a view.
 inline void copy_into(tensor_impl& dst, const tensor_impl& src) {
+  check_same_device(dst, src, "copy");
   const shape_t sst = broadcast_strides(src, dst.shape);
+  if (dst.device() != device::cpu) {
+    nd_space s = as_space(dst.shape, "copy");
+    nd_operand o = as_operand(dst, dst.strides), i = as_operand(src, sst);
+    coalesce<2>(s, {&o, &i});
+    cuda_backend("copy").copy(s, dst.dtype(), o, src.dtype(), i);
+    return;
+  }
   dispatch(dst.dtype(), [&]<class D>(std::type_identity<D>) {
     dispatch(src.dtype(), [&]<class S>(std::type_identity<S>) {
       D* d = static_cast<D*>(dst.store->data);
@@ -102,21 +162,57 @@ inline void copy_into(tensor_impl& dst, const tensor_impl& src) {
 
 // A contiguous copy of x with element type d, broadcast to `shape`.
 inline impl_ptr copy_kernel(const tensor_impl& x, dtype d, const shape_t& shape) {
-  auto out = make_impl(shape, d);
+  auto out = make_impl(shape, d, x.device());
   copy_into(*out, x);
+  return out;
+}
+
+// A contiguous copy of x on device `dev`.
+inline impl_ptr transfer_kernel(const tensor_impl& x, device dev) {
+  const auto c = copy_kernel(x, x.dtype(), x.shape);
+  if (dev == x.device()) return c;
+  auto out = make_impl(x.shape, x.dtype(), dev);
+  const std::size_t n = static_cast<std::size_t>(c->numel()) * element_size(x.dtype());
+  if (n == 0) return out;
+  if (dev == device::cpu)
+    cuda_backend("to").to_host(out->store->data, c->store->data, n);
+  else
+    cuda_backend("to").from_host(out->store->data, c->store->data, n);
   return out;
 }
 
 inline impl_ptr fill_kernel(const shape_t& shape, double value, dtype d, device dev) {
   auto out = make_impl(shape, d, dev);
+  if (dev != device::cpu) {
+    if (out->numel() > 0) cuda_backend("fill").fill(out->store->data, d, out->numel(), value);
+    return out;
+  }
   dispatch(d, [&]<class T>(std::type_identity<T>) {
     std::fill_n(out->data<T>(), out->numel(), static_cast<T>(value));
   });
   return out;
 }
 
+// An elementwise op over `shape` on the backend device; b is null for unary ops.
+template <class Op>
+impl_ptr device_elementwise(const Op& op, const shape_t& shape, const tensor_impl& a,
+                            const tensor_impl* b) {
+  static_assert(has_op_code<Op>, "metagrad: internal: a kernel op without an op_code");
+  auto out = make_impl(shape, a.dtype(), a.device());
+  if (out->numel() == 0) return out;
+  nd_space s = as_space(shape, op_name<Op>());
+  nd_operand o = as_operand(*out, out->strides);
+  nd_operand x = as_operand(a, broadcast_strides(a, shape));
+  nd_operand y = b ? as_operand(*b, broadcast_strides(*b, shape)) : x;
+  coalesce<3>(s, {&o, &x, &y});
+  cuda_backend(op_name<Op>())
+      .elementwise(op_code_of<Op>, op_param(op), a.dtype(), s, o, x, y);
+  return out;
+}
+
 template <class Op>
 impl_ptr unary_kernel(const Op& op, const tensor_impl& x) {
+  if (x.device() != device::cpu) return device_elementwise(op, x.shape, x, nullptr);
   auto out = make_impl(x.shape, x.dtype());
   dispatch(x.dtype(), [&]<class T>(std::type_identity<T>) {
     T* o = out->data<T>();
@@ -136,6 +232,8 @@ impl_ptr unary_kernel(const Op& op, const tensor_impl& x) {
 template <class Op>
 impl_ptr binary_kernel(const Op& op, const tensor_impl& a, const tensor_impl& b,
                        const shape_t& shape) {
+  check_same_device(a, b, op_name<Op>());
+  if (a.device() != device::cpu) return device_elementwise(op, shape, a, &b);
   auto out = make_impl(shape, a.dtype());
   dispatch(a.dtype(), [&]<class T>(std::type_identity<T>) {
     T* o = out->data<T>();
@@ -164,6 +262,16 @@ impl_ptr binary_kernel(const Op& op, const tensor_impl& a, const tensor_impl& b,
 // of that output as indexed by x's dimensions (0 along summed dimensions).
 inline impl_ptr reduce_kernel(const tensor_impl& x, const shape_t& shape,
                               const shape_t& out_strides) {
+  if (x.device() != device::cpu) {
+    if (x.numel() == 0) return fill_kernel(shape, 0.0, x.dtype(), x.device());
+    auto out = make_impl(shape, x.dtype(), x.device());
+    std::uint32_t mask = 0;
+    for (std::size_t d = 0; d < out_strides.size(); ++d)
+      if (out_strides[d] == 0) mask |= 1u << d;
+    cuda_backend("sum").sum(x.dtype(), as_space(x.shape, "sum"), as_operand(x, x.strides), mask,
+                            out->store->data);
+    return out;
+  }
   auto out = fill_kernel(shape, 0.0, x.dtype(), device::cpu);
   dispatch(x.dtype(), [&]<class T>(std::type_identity<T>) {
     T* o = out->data<T>();

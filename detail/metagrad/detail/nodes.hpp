@@ -92,6 +92,11 @@ struct to_op {
   mg::dtype from;
   tensor backward(const tensor&, const tensor&, const tensor& g) const { return g.to(from); }
 };
+struct to_device_op {
+  static constexpr const char* name = "to_device";
+  mg::device from;
+  tensor backward(const tensor&, const tensor&, const tensor& g) const { return g.to(from); }
+};
 struct copy_op {
   static constexpr const char* name = "contiguous";
   tensor backward(const tensor&, const tensor&, const tensor& g) const { return g; }
@@ -107,16 +112,9 @@ struct saved_by<transpose_op> : saves_nothing<transpose_op> {};
 template <>
 struct saved_by<to_op> : saves_nothing<to_op> {};
 template <>
+struct saved_by<to_device_op> : saves_nothing<to_device_op> {};
+template <>
 struct saved_by<copy_op> : saves_nothing<copy_op> {};
-
-template <class Op>
-constexpr const char* op_name() {
-  if constexpr (requires { Op::name; }) {
-    return Op::name;
-  } else {
-    return "custom_op";
-  }
-}
 
 struct input_meta {
   shape_t shape;

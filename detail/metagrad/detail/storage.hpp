@@ -3,7 +3,7 @@
 // Note [Storage interface]: a storage is a block of bytes (data, nbytes) of one dtype on one
 // device, with a release function chosen by whoever allocated it and a version counter. A device
 // backend (<metagrad/cuda.hpp>) allocates differently by providing its own release function; the
-// rest of the runtime engine only reads these five fields.
+// rest of the runtime engine only reads these five fields. allocate() is in device.hpp.
 //
 // Note [Version counter]: every in-place write bumps `version`. Views share the storage and so
 // share the counter; saving a tensor for backward records the version, and unpacking it checks
@@ -119,26 +119,6 @@ inline void check_dtype_implemented(dtype d, const char* op) {
   if (d != dtype::f32 && d != dtype::f64)
     fail(op, ": dtype ", dtype_name(d),
          " is declared but not implemented yet; use mg::f32 or mg::f64");
-}
-
-// Allocates uninitialised storage for n elements. See Note [Storage interface].
-inline std::shared_ptr<storage> allocate(std::int64_t n, dtype d, device dev) {
-  check_dtype_implemented(d, "allocate");
-  if (dev == device::cuda)
-    fail(
-        "device cuda needs <metagrad/cuda.hpp> (the Thrust backend), which is not available in "
-        "this build; create the tensor with .device = mg::device::cpu");
-  auto s = std::make_shared<storage>();
-  s->nbytes = static_cast<std::size_t>(n) * element_size(d);
-  s->dtype = d;
-  s->device = dev;
-  if (s->nbytes <= sizeof(s->small)) {
-    s->data = s->small;
-  } else {
-    s->data = ::operator new (s->nbytes, std::align_val_t{cpu_alignment});
-    s->release = [](void* p) { ::operator delete (p, std::align_val_t{cpu_alignment}); };
-  }
-  return s;
 }
 
 // Calls f(std::type_identity<T>{}) with the C++ element type of d.

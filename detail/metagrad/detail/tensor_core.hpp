@@ -136,6 +136,7 @@ class tensor {
   }
 
   tensor to(mg::dtype d) const;
+  tensor to(mg::device d) const;
   tensor contiguous() const;
   tensor sum() const;
   tensor sum(std::int64_t axis) const;
@@ -180,9 +181,10 @@ tensor expand(const tensor& x, const shape_t& shape);
 tensor sum_to(const tensor& x, const shape_t& shape);
 
 namespace detail {
-// A 0-d tensor holding s, with the dtype of `like` (scalars do not promote, as in torch).
+// A 0-d tensor holding s, with the dtype and device of `like` (scalars do not promote, as in
+// torch).
 inline tensor scalar_like(const tensor& like, double s) {
-  return tensor(fill_kernel({}, s, like.dtype(), device::cpu));
+  return tensor(fill_kernel({}, s, like.dtype(), like.device()));
 }
 template <class S>
 concept Scalar = std::is_arithmetic_v<S>;

@@ -19,7 +19,6 @@ namespace detail {
 inline const tensor_impl& operand(const tensor& t, const char* op) {
   if (!t.defined())
     fail(op, ": an operand is an undefined tensor (default-constructed, or an unused gradient)");
-  check_cpu(*t.impl(), op);
   return *t.impl();
 }
 
@@ -35,8 +34,7 @@ tensor unary(const Op& op, const tensor& x) {
 
 template <class Op>
 tensor binary(const Op& op, const tensor& a0, const tensor& b0) {
-  operand(a0, Op::name);
-  operand(b0, Op::name);
+  check_same_device(operand(a0, Op::name), operand(b0, Op::name), Op::name);
   const mg::dtype d = promote(a0.dtype(), b0.dtype());
   const tensor a = a0.to(d), b = b0.to(d);
   const shape_t shape = broadcast_shapes(a.shape(), b.shape(), Op::name);
@@ -133,6 +131,8 @@ inline tensor transpose(const tensor& x) {
 inline tensor matmul(const tensor& a0, const tensor& b0) {
   const auto& ai = detail::operand(a0, "matmul");
   const auto& bi = detail::operand(b0, "matmul");
+  detail::check_cpu(ai, "matmul");
+  detail::check_cpu(bi, "matmul");
   if (ai.shape.size() != 2 || bi.shape.size() != 2)
     detail::fail("matmul: expected two 2-D tensors, got shapes ", detail::shape_str(ai.shape),
                  " and ", detail::shape_str(bi.shape),
@@ -155,6 +155,13 @@ inline tensor tensor::to(mg::dtype d) const {
                         *this);
 }
 
+inline tensor tensor::to(mg::device dev) const {
+  const auto& xi = detail::operand(*this, "to");
+  if (xi.device() == dev) return *this;
+  return detail::record(detail::to_device_op{xi.device()},
+                        tensor(detail::transfer_kernel(xi, dev)), *this);
+}
+
 inline tensor tensor::contiguous() const {
   const auto& xi = detail::operand(*this, "contiguous");
   if (xi.is_contiguous()) return *this;
@@ -171,7 +178,7 @@ template <class Op>
 tensor& in_place(tensor& self, const tensor& other, const Op& op) {
   const char* name = std::is_same_v<Op, add_op> ? "add_" : "mul_";
   auto& si = const_cast<tensor_impl&>(operand(self, name));
-  operand(other, name);
+  check_same_device(si, operand(other, name), name);
   if (grad_mode() && (self.requires_grad() || other.requires_grad()))
     fail(name, ": in-place operation on a tensor of shape ", shape_str(si.shape),
          " while grad mode is on and a tensor involved requires grad; the runtime engine does "
