@@ -12,6 +12,7 @@ string(LENGTH "// example-begin ${NAME}\n" skip)
 math(EXPR start "${b} + ${skip}")
 math(EXPR len "${e} - ${start}")
 string(SUBSTRING "${src}" ${start} ${len} snippet)
+string(REGEX REPLACE "[ ]+$" "" snippet "${snippet}")  # the indentation of the end marker
 string(FIND "${doc}" "${snippet}" found)
 if(found EQUAL -1)
   message(FATAL_ERROR "${DOC} does not contain snippet '${NAME}' of ${SOURCE} verbatim; copy it again")

@@ -24,7 +24,11 @@
 //   `+ - * /`, unary `-`, `exp log sin cos tanh`, `pow(x, double)`, `sum(x)`, `sum(x, axis)`
 //   (negative axes count from the end), `matmul(a, b)` (2-D), `transpose(x)` (a view),
 //   `unsqueeze(x, axis)` (a view), `expand(x, shape)`, `sum_to(x, shape)`, `x.to(dtype)`,
-//   `x.contiguous()`; in place, outside the graph: `add_`, `mul_`.
+//   `x.to(device)` (recorded: gradients flow back to the source device), `x.contiguous()`; in
+//   place, outside the graph: `add_`, `mul_`.
+// - **Devices.** `mg::device::cuda` runs on the Thrust backend once a translation unit of the
+//   program includes <metagrad/cuda.hpp> (docs/runtime.md, Devices); `matmul` and `mg::fuse` are
+//   CPU-only so far.
 //
 // Misuse throws mg::error naming the operation, the shapes and the fix.
 #pragma once
@@ -85,7 +89,8 @@ inline tensor randn(const shape_t& shape, const tensor_options& options = {}) {
     for (std::int64_t i = 0, n = t->numel(); i < n; ++i)
       p[i] = static_cast<T>(normal(detail::generator()));
   });
-  tensor r(options.device == device::cpu ? std::move(t) : detail::transfer_kernel(*t, options.device));
+  tensor r(options.device == device::cpu ? std::move(t)
+                                         : detail::transfer_kernel(*t, options.device));
   r.requires_grad_(options.requires_grad);
   return r;
 }

@@ -129,8 +129,8 @@ TEST(DeviceTensor, Broadcasting) {
   check_arrays([](const tensor_list& x) { return x[0] / x[1]; }, {{2, 3}, {2, 1}},
                on_cuda_positive);
   check_arrays([](const tensor_list& x) { return x[0] - x[1]; }, {{}, {2, 3}}, on_cuda);
-  check_arrays([](const tensor_list& x) { return 2 * x[0] + x[0] / 3.0 - 1 / (2.5 + x[0]); },
-               {s23}, on_cuda);
+  check_arrays([](const tensor_list& x) { return 2 * x[0] + x[0] / 3.0 - 1 / (2.5 + x[0]); }, {s23},
+               on_cuda);
   check_arrays([](const tensor_list& x) { return exp(x[0] * x[1]) * x[0]; }, {{4, 1, 2}, {3, 1}},
                on_cuda);
 }
@@ -140,8 +140,8 @@ TEST(DeviceTensor, SumsAndViews) {
   check_arrays([](const tensor_list& x) { return x[0].sum(0) * x[0].sum(0); }, {s23}, on_cuda);
   check_arrays([](const tensor_list& x) { return mg::sum(x[0] * x[0], 1); }, {s23}, on_cuda);
   check_arrays([](const tensor_list& x) { return mg::sum(x[0], -3); }, {{2, 3, 4}}, on_cuda);
-  check_arrays([](const tensor_list& x) { return mg::sum(sin(x[0]), 1) * x[1]; },
-               {{2, 3, 4}, {4}}, on_cuda);
+  check_arrays([](const tensor_list& x) { return mg::sum(sin(x[0]), 1) * x[1]; }, {{2, 3, 4}, {4}},
+               on_cuda);
   // non-contiguous operands: a transposed view, and an unsqueezed one broadcast against it
   check_arrays([](const tensor_list& x) { return mg::transpose(x[0]) * x[1]; }, {{3, 2}, {2, 3}},
                on_cuda);
@@ -149,8 +149,11 @@ TEST(DeviceTensor, SumsAndViews) {
                on_cuda);
   check_arrays([](const tensor_list& x) { return mg::unsqueeze(x[0], 1) * x[1]; }, {{3}, {3, 2}},
                on_cuda);
-  check_arrays([](const tensor_list& x) { return mg::expand(x[0], {4, 3}) * x[1]; }, {{3}, {4, 3}},
-               on_cuda);
+  check_arrays(
+      [](const tensor_list& x) {
+        return mg::expand(x[0], {4, 3}) * x[1];
+      },
+      {{3}, {4, 3}}, on_cuda);
 }
 
 TEST(DeviceTensor, Float32AndPromotion) {
@@ -201,7 +204,8 @@ TEST(DeviceTensor, FactoriesAndTransfers) {
   EXPECT_TRUE(f.is_leaf());
   EXPECT_EQ(f.to_xtensor<double>(), (xt::xarray<double>{2.5, 2.5, 2.5, 2.5}));
   EXPECT_EQ(mg::ones({3}, {.device = cuda}).sum().item<double>(), 3.0);
-  EXPECT_EQ(mg::zeros({0, 3}, {.device = cuda}).sum(0).to_xtensor<double>(), xt::zeros<double>({3}));
+  EXPECT_EQ(mg::zeros({0, 3}, {.device = cuda}).sum(0).to_xtensor<double>(),
+            xt::zeros<double>({3}));
   // randn draws on the host: the same seed gives the same numbers on either device
   mg::manual_seed(5);
   const tensor r1 = mg::randn({7}, {.dtype = mg::f64});
@@ -263,8 +267,8 @@ TEST(DeviceTensor, InPlaceUnderNoGrad) {
 TEST(DeviceTensor, WorkRunsInTheBackend) {
   const mg::detail::device_backend* real = &mg::detail::cuda_backend("test");
   spy::real = real;
-  const mg::detail::device_backend counting{"spy",         real->allocate,      real->release,
-                                            real->to_host, real->from_host,     &spy::on_fill,
+  const mg::detail::device_backend counting{"spy",         real->allocate,       real->release,
+                                            real->to_host, real->from_host,      &spy::on_fill,
                                             &spy::on_copy, &spy::on_elementwise, &spy::on_sum};
   mg::detail::register_cuda_backend(&counting);
   tensor x = tensor{{0.1, 0.2, 0.3}, {0.4, 0.5, 0.6}}.to(cuda).requires_grad_();
@@ -288,14 +292,16 @@ TEST(DeviceTensor, MisuseThrowsMgError) {
   expect_error([&] { (void)(a + b); },
                {"add", "different devices", "[2] on cuda", "[2] on cpu", ".to(mg::device::"});
   expect_error([&] { (void)mg::matmul(mg::unsqueeze(a, 0), mg::unsqueeze(a, 1)); },
-               {"matmul", "shape [1,2]", "device cuda", "device cpu only",
-                ".to(mg::device::cpu)"});
+               {"matmul", "shape [1,2]", "device cuda", "device cpu only", ".to(mg::device::cpu)"});
   expect_error([&] { (void)mg::fuse([](auto x) { return x * x; })(a); },
                {"fuse", "device cuda", ".to(mg::device::cpu)"});
   tensor w = tensor{1.0, 2.0}.to(cuda).requires_grad_();
-  expect_error([&] { (w * w).backward(tensor{1.0, 1.0}); },
-               {"backward", "gradient for output 0 is on device cpu", "output is on device cuda",
-                ".to(mg::device::cuda)"});
+  expect_error(
+      [&] {
+        (w * w).backward(tensor{1.0, 1.0});
+      },
+      {"backward", "gradient for output 0 is on device cpu", "output is on device cuda",
+       ".to(mg::device::cuda)"});
   tensor c = tensor{1.0, 2.0};
   expect_error(
       [&] {
@@ -303,6 +309,9 @@ TEST(DeviceTensor, MisuseThrowsMgError) {
         c.add_(a);
       },
       {"add_", "different devices"});
-  expect_error([] { (void)mg::zeros({1, 1, 1, 1, 1, 1, 1, 1, 2}, {.device = cuda}).sum(); },
-               {"sum", "[1,1,1,1,1,1,1,1,2]", "9 dimensions", "at most 8"});
+  expect_error(
+      [] {
+        (void)mg::zeros({1, 1, 1, 1, 1, 1, 1, 1, 2}, {.device = cuda}).sum();
+      },
+      {"sum", "[1,1,1,1,1,1,1,1,2]", "9 dimensions", "at most 8"});
 }

@@ -61,10 +61,10 @@ template <class Op>
 inline constexpr bool has_op_code = false;
 template <class Op>
 inline constexpr op_code op_code_of = op_code::add;
-#define MG_DETAIL_OP_CODE(Op, code)                   \
-  template <>                                         \
-  inline constexpr bool has_op_code<Op> = true;       \
-  template <>                                         \
+#define MG_DETAIL_OP_CODE(Op, code)             \
+  template <>                                   \
+  inline constexpr bool has_op_code<Op> = true; \
+  template <>                                   \
   inline constexpr op_code op_code_of<Op> = op_code::code;
 MG_DETAIL_OP_CODE(add_op, add)
 MG_DETAIL_OP_CODE(sub_op, sub)

@@ -86,8 +86,8 @@ void nd_for_each(const shape_t& shape, const std::array<const shape_t*, K>& stri
 
 inline void check_cpu(const tensor_impl& t, const char* op) {
   if (t.device() != device::cpu)
-    fail(op, ": a tensor of shape ", shape_str(t.shape), " is on device ",
-         device_name(t.device()), "; ", op,
+    fail(op, ": a tensor of shape ", shape_str(t.shape), " is on device ", device_name(t.device()),
+         "; ", op,
          " is implemented on device cpu only so far: move the operands with .to(mg::device::cpu)");
 }
 
@@ -133,8 +133,8 @@ void coalesce(nd_space& s, std::array<nd_operand*, K> ops) {
 
 inline void check_same_device(const tensor_impl& a, const tensor_impl& b, const char* op) {
   if (a.device() != b.device())
-    fail(op, ": operands are on different devices (a tensor of shape ", shape_str(a.shape),
-         " on ", device_name(a.device()), ", one of shape ", shape_str(b.shape), " on ",
+    fail(op, ": operands are on different devices (a tensor of shape ", shape_str(a.shape), " on ",
+         device_name(a.device()), ", one of shape ", shape_str(b.shape), " on ",
          device_name(b.device()), "); move one with .to(mg::device::", device_name(a.device()),
          ") or .to(mg::device::", device_name(b.device()), ")");
 }
@@ -205,8 +205,7 @@ impl_ptr device_elementwise(const Op& op, const shape_t& shape, const tensor_imp
   nd_operand x = as_operand(a, broadcast_strides(a, shape));
   nd_operand y = b ? as_operand(*b, broadcast_strides(*b, shape)) : x;
   coalesce<3>(s, {&o, &x, &y});
-  cuda_backend(op_name<Op>())
-      .elementwise(op_code_of<Op>, op_param(op), a.dtype(), s, o, x, y);
+  cuda_backend(op_name<Op>()).elementwise(op_code_of<Op>, op_param(op), a.dtype(), s, o, x, y);
   return out;
 }
 

@@ -158,8 +158,8 @@ inline tensor tensor::to(mg::dtype d) const {
 inline tensor tensor::to(mg::device dev) const {
   const auto& xi = detail::operand(*this, "to");
   if (xi.device() == dev) return *this;
-  return detail::record(detail::to_device_op{xi.device()},
-                        tensor(detail::transfer_kernel(xi, dev)), *this);
+  return detail::record(detail::to_device_op{xi.device()}, tensor(detail::transfer_kernel(xi, dev)),
+                        *this);
 }
 
 inline tensor tensor::contiguous() const {
