@@ -1,6 +1,10 @@
 // sum((sin(x)*x + exp(-x*x))^2) over 1e6 floats, forward and backward (value and gradient):
 // the static engine on xtensor (one fused SIMD loop) against a hand-written xsimd loop.
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -26,44 +30,47 @@ constexpr auto loss = [](auto x) {
 };
 // example-end bench-fused-f
 
-void BM_fused_metagrad_static(benchmark::State& state) {
-  const auto x = input();
-  for (auto _ : state) {
-    auto [v, g] = mg::value_and_grad(loss)(x);
-    benchmark::DoNotOptimize(v);
-    benchmark::DoNotOptimize(g.data());
-  }
+std::pair<float, xt::xtensor<float, 1>> metagrad_static(const xt::xtensor<float, 1>& x) {
+  return mg::value_and_grad(loss)(x);
 }
 
 // What one writes by hand: one pass, t and dt/dx in registers, gradient stored once into a
 // new array (as value_and_grad returns one).
-void BM_fused_hand_written(benchmark::State& state) {
-  const auto x = input();
+std::pair<float, xt::xtensor<float, 1>> hand_written(const xt::xtensor<float, 1>& x) {
   using B = xsimd::batch<float>;
+  xt::xtensor<float, 1> g = xt::xtensor<float, 1>::from_shape({x.size()});
+  B acc(0.0f);
+  std::size_t i = 0;
+  const std::size_t m = x.size();
+  for (; i + B::size <= m; i += B::size) {
+    const B v = B::load_unaligned(x.data() + i);
+    const B s = xsimd::sin(v), c = xsimd::cos(v), e = xsimd::exp(-v * v);
+    const B t = s * v + e;
+    acc += t * t;
+    // d/dx t^2 = 2 t (cos(x) x + sin(x) - 2 x exp(-x^2))
+    (B(2.0f) * t * (c * v + s - B(2.0f) * v * e)).store_unaligned(g.data() + i);
+  }
+  float tail = 0;
+  for (; i < m; ++i) {
+    const float v = x(i), s = std::sin(v), c = std::cos(v), e = std::exp(-v * v);
+    const float t = s * v + e;
+    tail += t * t;
+    g(i) = 2 * t * (c * v + s - 2 * v * e);
+  }
+  return {xsimd::hadd(acc) + tail, std::move(g)};
+}
+
+template <auto F>
+void BM_fused(benchmark::State& state) {
+  const auto x = input();
   for (auto _ : state) {
-    xt::xtensor<float, 1> g = xt::xtensor<float, 1>::from_shape({n});
-    B acc(0.0f);
-    std::size_t i = 0;
-    for (; i + B::size <= n; i += B::size) {
-      const B v = B::load_unaligned(x.data() + i);
-      const B s = xsimd::sin(v), c = xsimd::cos(v), e = xsimd::exp(-v * v);
-      const B t = s * v + e;
-      acc += t * t;
-      // d/dx t^2 = 2 t (cos(x) x + sin(x) - 2 x exp(-x^2))
-      (B(2.0f) * t * (c * v + s - B(2.0f) * v * e)).store_unaligned(g.data() + i);
-    }
-    float tail = 0;
-    for (; i < n; ++i) {
-      const float v = x(i), s = std::sin(v), c = std::cos(v), e = std::exp(-v * v);
-      const float t = s * v + e;
-      tail += t * t;
-      g(i) = 2 * t * (c * v + s - 2 * v * e);
-    }
-    float value = xsimd::hadd(acc) + tail;
-    benchmark::DoNotOptimize(value);
+    auto [v, g] = F(x);
+    benchmark::DoNotOptimize(v);
     benchmark::DoNotOptimize(g.data());
   }
 }
+void BM_fused_hand_written(benchmark::State& state) { BM_fused<hand_written>(state); }
+void BM_fused_metagrad_static(benchmark::State& state) { BM_fused<metagrad_static>(state); }
 
 // The runtime engine: one recorded node per op, each a pass over memory; backward likewise.
 void BM_fused_metagrad_runtime(benchmark::State& state) {
@@ -97,4 +104,22 @@ BENCHMARK(BM_fused_metagrad_static)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// `bench_fused_sum --check N hand|static` runs one version N times without Google Benchmark, for
+// instruction counts under callgrind (see docs/performance.md).
+int main(int argc, char** argv) {
+  if (argc == 4 && std::string_view(argv[1]) == "--check") {
+    const long reps = std::atol(argv[2]);
+    const bool hand = std::string_view(argv[3]) == "hand";
+    const auto x = input();
+    double acc = 0;
+    for (long r = 0; r < reps; ++r) {
+      auto [v, g] = hand ? hand_written(x) : metagrad_static(x);
+      acc += v + g(n / 2);
+    }
+    std::printf("%.9g\n", acc);
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}

@@ -33,6 +33,11 @@
 
 namespace mg::cuda::detail {
 
+// Note [Raw device pointers]: with an explicit policy (thrust::device) Thrust takes raw pointers
+// to be in that system's memory, so the kernels pass T* rather than thrust::device_ptr<T>. Besides
+// being shorter, this avoids the sequential systems writing through thrust::device_reference,
+// which binds a reference to a null execution policy (UBSan reports it; CCCL 3.0).
+
 using mg::detail::nd_offset;
 using mg::detail::nd_operand;
 using mg::detail::nd_space;
@@ -104,7 +109,7 @@ inline void from_host(void* dst, const void* src, std::size_t nbytes) {
 
 inline void fill(void* dst, mg::dtype d, std::int64_t n, double value) {
   mg::detail::dispatch(d, [&]<class T>(std::type_identity<T>) {
-    thrust::fill_n(thrust::device_pointer_cast(static_cast<T*>(dst)), n, static_cast<T>(value));
+    thrust::fill_n(thrust::device, static_cast<T*>(dst), n, static_cast<T>(value));
   });
 }
 
@@ -145,10 +150,10 @@ inline void sum(mg::dtype d, const nd_space& s, const nd_operand& x, std::uint32
   p.numel = s.numel;
   mg::detail::dispatch(d, [&]<class T>(std::type_identity<T>) {
     const auto values = thrust::make_transform_iterator(index_iterator(0), gather_fn<T>{p, px});
-    const auto result = thrust::device_pointer_cast(static_cast<T*>(out));
+    T* const result = static_cast<T*>(out);  // Note [Raw device pointers]
     if (reduced_count == s.numel) {
       const T total = thrust::reduce(thrust::device, values, values + s.numel, T(0));
-      thrust::fill_n(result, 1, total);
+      thrust::fill_n(thrust::device, result, 1, total);
     } else {
       const auto keys =
           thrust::make_transform_iterator(index_iterator(0), divide_by{reduced_count});

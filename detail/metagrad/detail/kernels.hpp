@@ -93,6 +93,7 @@ inline void check_cpu(const tensor_impl& t, const char* op) {
 
 // The kernel description of a tensor read with `strides` (in the index space of the kernel).
 inline nd_operand as_operand(const tensor_impl& t, const shape_t& strides) {
+  check_device_rank(strides, "kernel");
   nd_operand o;
   o.data = static_cast<char*>(t.store->data) +
            t.offset * static_cast<std::int64_t>(element_size(t.dtype()));
@@ -267,8 +268,8 @@ inline impl_ptr reduce_kernel(const tensor_impl& x, const shape_t& shape,
     std::uint32_t mask = 0;
     for (std::size_t d = 0; d < out_strides.size(); ++d)
       if (out_strides[d] == 0) mask |= 1u << d;
-    cuda_backend("sum").sum(x.dtype(), as_space(x.shape, "sum"), as_operand(x, x.strides), mask,
-                            out->store->data);
+    const nd_space space = as_space(x.shape, "sum");  // checks the rank first
+    cuda_backend("sum").sum(x.dtype(), space, as_operand(x, x.strides), mask, out->store->data);
     return out;
   }
   auto out = fill_kernel(shape, 0.0, x.dtype(), device::cpu);
