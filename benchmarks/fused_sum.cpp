@@ -35,7 +35,10 @@ std::pair<float, xt::xtensor<float, 1>> metagrad_static(const xt::xtensor<float,
 }
 
 // What one writes by hand: one pass, t and dt/dx in registers, gradient stored once into a
-// new array (as value_and_grad returns one).
+// new array (as value_and_grad returns one). Trig is xsimd's, or (InlineTrig) the inline sine
+// and cosine metagrad's packs use (Note [Inline trigonometry]): the second isolates the cost of
+// the engine itself.
+template <bool InlineTrig>
 std::pair<float, xt::xtensor<float, 1>> hand_written(const xt::xtensor<float, 1>& x) {
   using B = xsimd::batch<float>;
   xt::xtensor<float, 1> g = xt::xtensor<float, 1>::from_shape({x.size()});
@@ -44,7 +47,9 @@ std::pair<float, xt::xtensor<float, 1>> hand_written(const xt::xtensor<float, 1>
   const std::size_t m = x.size();
   for (; i + B::size <= m; i += B::size) {
     const B v = B::load_unaligned(x.data() + i);
-    const B s = xsimd::sin(v), c = xsimd::cos(v), e = xsimd::exp(-v * v);
+    const B s = InlineTrig ? mg::detail::inline_trig<true>(v) : xsimd::sin(v);
+    const B c = InlineTrig ? mg::detail::inline_trig<false>(v) : xsimd::cos(v);
+    const B e = xsimd::exp(-v * v);
     const B t = s * v + e;
     acc += t * t;
     // d/dx t^2 = 2 t (cos(x) x + sin(x) - 2 x exp(-x^2))
@@ -69,7 +74,10 @@ void BM_fused(benchmark::State& state) {
     benchmark::DoNotOptimize(g.data());
   }
 }
-void BM_fused_hand_written(benchmark::State& state) { BM_fused<hand_written>(state); }
+void BM_fused_hand_written(benchmark::State& state) { BM_fused<hand_written<false>>(state); }
+void BM_fused_hand_written_inline_trig(benchmark::State& state) {
+  BM_fused<hand_written<true>>(state);
+}
 void BM_fused_metagrad_static(benchmark::State& state) { BM_fused<metagrad_static>(state); }
 
 // The runtime engine: one recorded node per op, each a pass over memory; backward likewise.
@@ -98,22 +106,25 @@ void BM_fused_metagrad_fuse(benchmark::State& state) {
 }
 
 BENCHMARK(BM_fused_hand_written)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_fused_hand_written_inline_trig)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_fused_metagrad_runtime)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_fused_metagrad_fuse)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_fused_metagrad_static)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
-// `bench_fused_sum --check N hand|static` runs one version N times without Google Benchmark, for
-// instruction counts under callgrind (see docs/performance.md).
+// `bench_fused_sum --check N hand|hand_inline_trig|static` runs one version N times without Google
+// Benchmark, for instruction counts under callgrind (see docs/performance.md).
 int main(int argc, char** argv) {
   if (argc == 4 && std::string_view(argv[1]) == "--check") {
     const long reps = std::atol(argv[2]);
-    const bool hand = std::string_view(argv[3]) == "hand";
+    const std::string_view which = argv[3];  // hand, hand_inline_trig or static
     const auto x = input();
     double acc = 0;
     for (long r = 0; r < reps; ++r) {
-      auto [v, g] = hand ? hand_written(x) : metagrad_static(x);
+      auto [v, g] = which == "hand"               ? hand_written<false>(x)
+                    : which == "hand_inline_trig" ? hand_written<true>(x)
+                                                  : metagrad_static(x);
       acc += v + g(n / 2);
     }
     std::printf("%.9g\n", acc);
