@@ -17,10 +17,11 @@
 #define MG_INLINE inline __attribute__((always_inline))
 #endif
 
-// MG_FLATTEN inlines every call inside a function, recursively. The fused loops use it so that
-// xsimd's out-of-line helpers (the trigonometric range reduction) are inlined and shared
-// between sin(x) in forward and cos(x) in backward, as they are in a hand-written loop. It also
-// keeps the function out of line: inlined into a caller, the attribute would be lost.
+// MG_FLATTEN inlines every call inside a function, recursively, where GCC can: the fused loops
+// use it so that the whole sweep (forward and backward) becomes one loop body. It could not
+// inline xsimd's sin and cos ("function not inlinable"); the packs use their own, see Note
+// [Inline trigonometry] in simd.hpp. It also keeps the function out of line: inlined into a
+// caller, the attribute would be lost.
 #if defined(__GNUC__) && !defined(__CUDACC__)
 #define MG_FLATTEN __attribute__((flatten, noinline))
 #else
