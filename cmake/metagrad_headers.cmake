@@ -18,6 +18,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/simd.hpp
   detail/metagrad/detail/sweep.hpp
   detail/metagrad/detail/xt_algebra.hpp
+  detail/metagrad/detail/xt_region.hpp
 )
 set(METAGRAD_CUDA_HEADERS
   cuda/metagrad/cuda.hpp

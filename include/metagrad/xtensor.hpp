@@ -7,9 +7,11 @@
 //   forward and backward run together in ONE loop over SIMD packs (xsimd through
 //   detail/simd.hpp); every intermediate lives in registers and each argument's gradient is
 //   written once. This is the loop one would write by hand.
-// - general: otherwise (broadcasting, sum along an axis, matmul, non-sum roots) each distinct
-//   node is materialised once as an xt::xarray, and broadcast gradients are summed back to each
-//   argument's shape.
+// - general: otherwise (broadcasting, sum along an axis, matmul, non-sum roots). Every maximal
+//   elementwise subtree is one region (Note [Regions] in detail/xt_region.hpp): one SIMD loop
+//   forward, one backward, broadcasting between its inputs. The values of the regions and of
+//   the shaped ops are materialised once as xt::xarray, and broadcast gradients are summed back
+//   to each argument's shape.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +24,7 @@
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/simd.hpp>
 #include <metagrad/detail/xt_algebra.hpp>
+#include <metagrad/detail/xt_region.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
 
@@ -105,13 +108,9 @@ struct engine<xtensor_family> {
 
   // One SIMD loop: forward and reverse sweep of the summed elementwise expression per pack.
   template <std::size_t... I, class E, class... A>
-  MG_FLATTEN static auto fused(const E& e, const A&... args) {
+  static auto fused(const E& e, const A&... args) {
     using T = std::common_type_t<typename value_of<A>::type...>;
     static_assert(std::is_floating_point_v<T>, "metagrad: arrays must hold float or double");
-    using P = pack<T>;
-    const auto& inner = grads_get<0>(e.args);
-    using In = std::remove_cvref_t<decltype(inner)>;
-
     // contiguous row-major arrays of T are read in place; anything else is copied once
     std::tuple<std::conditional_t<XtExpr<A>, xt::xarray<T, xt::layout_type::row_major>, char>...>
         copies;
@@ -123,33 +122,29 @@ struct engine<xtensor_family> {
     ((n = arg_size(args, n)), ...);
 
     auto grads_out = std::tuple{make_out<T>(std::get<I>(std::forward_as_tuple(args...)))...};
-    P acc(T(0));
-    std::array<P, sizeof...(I) + 1> gacc;
-    gacc.fill(P(T(0)));
-    const P seed(T(1));
-    std::size_t i = 0;
-    for (; i + P::size <= n; i += P::size) {
-      const auto a = load_all<P>(data, i, std::index_sequence_for<A...>{});
-      sweep<In, decltype(a), plain_policy, P> s(inner, a);
-      s.forward();
-      acc += P(s.result());
-      s.backward(seed);
-      store_all<I...>(s, seed, grads_out, gacc, i, std::make_index_sequence<sizeof...(I)>{});
-    }
-    T tail = 0;
-    std::array<T, sizeof...(I) + 1> gtail{};
-    for (; i < n; ++i) {
-      const auto a = load_all<T>(data, i, std::index_sequence_for<A...>{});
-      sweep<In, decltype(a), plain_policy, T> s(inner, a);
-      s.forward();
-      tail += static_cast<T>(s.result());
-      s.backward(T(1));
-      store_all<I...>(s, T(1), grads_out, gtail, i, std::make_index_sequence<sizeof...(I)>{});
-    }
+    auto sinks = std::apply([](auto&... o) { return std::tuple{sink_for<T>(o)...}; }, grads_out);
+    sum_sink<T> value;
+    element_loop<T, true>(std::index_sequence<I...>{}, grads_get<0>(e.args), data, n, T(1), value,
+                          sinks);
     // numbers among the arguments: their gradient is the sum over all elements
-    finish_scalars<I...>(grads_out, gacc, gtail, std::make_index_sequence<sizeof...(I)>{});
-    const T value = acc.reduce_add() + tail;
-    return std::pair{value, std::move(grads_out)};
+    [&]<std::size_t... j>(std::index_sequence<j...>) {
+      (finish_number(std::get<j>(grads_out), std::get<j>(sinks)), ...);
+    }
+    (std::index_sequence_for<decltype(I)...>{});
+    return std::pair{value.total(), std::move(grads_out)};
+  }
+
+  template <class T, class O>
+  static auto sink_for(O& o) {
+    if constexpr (std::is_arithmetic_v<O>) {
+      return sum_sink<T>{};
+    } else {
+      return store_sink<T>{o.data()};
+    }
+  }
+  template <class O, class S>
+  static void finish_number(O& o, const S& s) {
+    if constexpr (std::is_arithmetic_v<O>) o = static_cast<O>(s.total());
   }
 
   // Where the fused loop reads argument a: a number, or a pointer to contiguous elements.
@@ -179,21 +174,6 @@ struct engine<xtensor_family> {
     }
   }
 
-  template <class V, class Data, std::size_t... k>
-  MG_INLINE static auto load_all(const Data& data, std::size_t i, std::index_sequence<k...>) {
-    return tuple<std::conditional_t<k == k, V, void>...>{{load_one<V>(std::get<k>(data), i)}...};
-  }
-  template <class V, class D>
-  MG_INLINE static V load_one(const D& d, std::size_t i) {
-    if constexpr (std::is_arithmetic_v<D>) {
-      return V(d);
-    } else if constexpr (std::is_arithmetic_v<V>) {
-      return d[i];
-    } else {
-      return V::load(d + i);
-    }
-  }
-
   // gradient holder for argument k: an array like it, or a number
   template <class T, class A>
   static auto make_out(const A& a) {
@@ -202,33 +182,6 @@ struct engine<xtensor_family> {
     } else {
       return static_cast<A>(0);
     }
-  }
-
-  template <std::size_t... I, class S, class V, class Out, class Acc, std::size_t... j>
-  MG_INLINE static void store_all(const S& s, const V& seed, Out& out, Acc& acc, std::size_t i,
-                                  std::index_sequence<j...>) {
-    (store_one<I, j>(s, seed, out, acc, i), ...);
-  }
-  template <std::size_t I, std::size_t j, class S, class V, class Out, class Acc>
-  MG_INLINE static void store_one(const S& s, const V& seed, Out& out, Acc& acc, std::size_t i) {
-    const V g = V(s.template gradient<I>(seed, V(0)));
-    auto& o = std::get<j>(out);
-    if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(o)>>) {
-      acc[j] += g;
-    } else if constexpr (std::is_arithmetic_v<V>) {
-      o.data()[i] = g;
-    } else {
-      g.store(o.data() + i);
-    }
-  }
-  template <std::size_t... I, class Out, class PAcc, class TAcc, std::size_t... j>
-  static void finish_scalars(Out& out, const PAcc& pacc, const TAcc& tacc,
-                             std::index_sequence<j...>) {
-    auto one = [&](auto& o, std::size_t jj) {
-      using O = std::remove_cvref_t<decltype(o)>;
-      if constexpr (std::is_arithmetic_v<O>) o = static_cast<O>(pacc[jj].reduce_add() + tacc[jj]);
-    };
-    (one(std::get<j>(out), j), ...);
   }
 
   // Each distinct node materialised once; any shapes, any ops.
@@ -254,8 +207,8 @@ struct engine<xtensor_family> {
   // f's value on arrays (any shape), by the general evaluator.
   template <class F, class... A>
   static auto value(const F& f, const A&... args) {
-    using E = traced_t<F, sizeof...(A)>;
-    const E e = trace(f, std::index_sequence_for<A...>{});
+    const auto e = regionize(trace(f, std::index_sequence_for<A...>{}));  // Note [Regions]
+    using E = std::remove_cvref_t<decltype(e)>;
     using Args = tuple<const A&...>;
     const Args a{{args}...};
     using T = std::common_type_t<typename value_of<A>::type...>;
@@ -287,8 +240,11 @@ struct engine<xtensor_family> {
   }
 
  private:
-  template <std::size_t... I, class E, class... A, class SeedOf>
-  static auto general_sweep(const E& e, const std::tuple<const A&...>& args, SeedOf seed_of) {
+  template <std::size_t... I, class Traced, class... A, class SeedOf>
+  static auto general_sweep(const Traced& traced, const std::tuple<const A&...>& args,
+                            SeedOf seed_of) {
+    const auto e = regionize(traced);  // Note [Regions]
+    using E = std::remove_cvref_t<decltype(e)>;
     using Args = tuple<const A&...>;
     const Args a = std::apply([](const A&... x) { return Args{{x}...}; }, args);
     using Root =

@@ -1,0 +1,482 @@
+// Elementwise regions of the static engine on xtensor arrays, and the element loop that evaluates
+// them (also the loop of the fused sum path in <metagrad/xtensor.hpp>).
+//
+// Note [Regions]: before the general evaluator runs, regionize() rewrites the traced expression:
+// every maximal subtree of elementwise ops becomes ONE node, node<region_op<Inner, K>, In...>.
+// Its inputs In are the subtree's boundary: leaves, and the outputs of shaped ops (sum along an
+// axis, matmul); constants stay inside. Inner is the subtree itself with input k replaced by
+// var<k>. So `tanh(matmul(x, w) + b) * 0.5` is matmul, then one region over (matmul, b):
+//   - forward: one SIMD loop computes the region's value (numpy broadcasting between inputs of
+//     different shapes, which are copied to the common shape first);
+//   - backward: one loop recomputes the values in registers and writes the gradient of every
+//     input in the common shape; the general evaluator then sums each back to its input's shape.
+// No intermediate of the region is ever materialised. A boundary subtree without run-time state
+// that occurs several times (x in sin(x) * x) is one input, read once per element; that mirrors
+// Note [Slot identity]. Because elementwise op bodies now only ever run on numbers and packs,
+// Note [Lazy locals] concerns only custom ops that declare themselves not elementwise.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+#include <xtensor/xbroadcast.hpp>
+
+#include <metagrad/concepts.hpp>
+#include <metagrad/detail/config.hpp>
+#include <metagrad/detail/expr.hpp>
+#include <metagrad/detail/plan.hpp>
+#include <metagrad/detail/simd.hpp>
+#include <metagrad/detail/sweep.hpp>
+#include <metagrad/detail/xt_algebra.hpp>
+#include <metagrad/error.hpp>
+
+namespace mg::detail {
+
+// ---------------------------------------------------------------------------------------------
+// The element loop. A source is a number (the same for every element) or a pointer to n
+// contiguous elements; a sink receives one value per element.
+
+template <class V, class S>
+MG_INLINE V load_element(const S& s, std::size_t i) {
+  if constexpr (std::is_pointer_v<S>) {
+    if constexpr (std::is_arithmetic_v<V>) {
+      return s[i];
+    } else {
+      return V::load(s + i);
+    }
+  } else {
+    return V(s);
+  }
+}
+
+struct no_sink {
+  template <class V>
+  MG_INLINE void put(std::size_t, const V&) {}
+};
+
+template <class T>
+struct store_sink {
+  T* p;
+  MG_INLINE void put(std::size_t i, const T& v) { p[i] = v; }
+  MG_INLINE void put(std::size_t i, const pack<T>& v) { v.store(p + i); }
+};
+
+template <class T>
+struct sum_sink {
+  pack<T> acc{T(0)};
+  T tail = 0;
+  MG_INLINE void put(std::size_t, const T& v) { tail += v; }
+  MG_INLINE void put(std::size_t, const pack<T>& v) { acc += v; }
+  T total() const { return acc.reduce_add() + tail; }
+};
+
+// Runs the sweep of `inner` (elementwise, over var<0..K-1>) on elements [0, n) of the sources:
+// SIMD packs, then a scalar tail. The value goes to `value`; with Backward, the reverse sweep
+// runs with the seed's element, and the gradient of var<I_j> goes to grads' sink j.
+template <class T, bool Backward, std::size_t... I, class Inner, class Srcs, class Seed,
+          class VSink, class GSinks>
+MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, const Srcs& srcs,
+                             std::size_t n, const Seed& seed, VSink& value_out,
+                             GSinks& gsinks_out) {
+  constexpr std::size_t K = std::tuple_size_v<Srcs>;
+  // local copies: the accumulators stay in registers (stores through the gradient pointers
+  // could alias them if they lived behind a reference)
+  VSink value = value_out;
+  GSinks gsinks = gsinks_out;
+  auto body = [&]<class V>(std::type_identity<V>, std::size_t i) {
+    const auto a = [&]<std::size_t... k>(std::index_sequence<k...>) {
+      return tuple<std::conditional_t<k == k, V, void>...>{
+          {load_element<V>(std::get<k>(srcs), i)}...};
+    }
+    (std::make_index_sequence<K>{});
+    sweep<Inner, decltype(a), plain_policy, V> s(inner, a);
+    s.forward();
+    value.put(i, V(s.result()));
+    if constexpr (Backward) {
+      const V g = load_element<V>(seed, i);
+      s.backward(g);
+      [&]<std::size_t... j>(std::index_sequence<j...>) {
+        (std::get<j>(gsinks).put(i, V(s.template gradient<I>(g, V(T(0))))), ...);
+      }
+      (std::make_index_sequence<sizeof...(I)>{});
+    }
+  };
+  using P = pack<T>;
+  std::size_t i = 0;
+  for (; i + P::size <= n; i += P::size) body(std::type_identity<P>{}, i);
+  for (; i < n; ++i) body(std::type_identity<T>{}, i);
+  value_out = value;
+  gsinks_out = gsinks;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shapes inside a region: numpy broadcasting, checked op by op so that an error names the op.
+
+using dims = std::vector<std::size_t>;
+
+inline dims broadcast_dims(const dims& a, const dims& b, const char* op) {
+  const std::size_t n = std::max(a.size(), b.size());
+  dims r(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const std::size_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (x != y && x != 1 && y != 1)
+      fail(op, ": shapes ", shape_string(a), " and ", shape_string(b),
+           " cannot be broadcast together (numpy rules: trailing dimensions must be equal or 1); "
+           "make the shapes agree or give the smaller one extent 1 where they differ");
+    r[i] = x == 1 ? y : x;
+  }
+  return r;
+}
+
+template <class T, std::size_t K>
+dims region_dims(const cst<T>&, const std::array<dims, K>&) {
+  return {};
+}
+template <std::size_t I, std::size_t K>
+dims region_dims(const var<I>&, const std::array<dims, K>& in) {
+  return in[I];
+}
+template <class Op, class... A, std::size_t K>
+dims region_dims(const node<Op, A...>& n, const std::array<dims, K>& in) {
+  return [&]<std::size_t... j>(std::index_sequence<j...>) {
+    const dims c[] = {region_dims(grads_get<j>(n.args), in)...};
+    dims r = c[0];
+    for (std::size_t k = 1; k < sizeof...(A); ++k) r = broadcast_dims(r, c[k], Op::name);
+    return r;
+  }
+  (std::index_sequence_for<A...>{});
+}
+
+template <class X>
+dims dims_of(const X& x) {
+  if constexpr (XtExpr<X>) {
+    return dims(x.shape().begin(), x.shape().end());
+  } else {
+    return {};
+  }
+}
+
+// Where the loop reads input x: a number, or n contiguous elements of T in the region's shape
+// (read in place when x already is that, else copied once into `copy`).
+template <class T, class X, class C>
+auto region_source(const X& x, const dims& shape, C& copy) {
+  if constexpr (!XtExpr<X>) {
+    return static_cast<T>(x);
+  } else {
+    if constexpr (requires {
+                    x.data();
+                    x.layout();
+                  } &&
+                  std::is_same_v<std::remove_cv_t<xt_value_t<X>>, T>) {
+      if (x.layout() == xt::layout_type::row_major && x.dimension() == shape.size() &&
+          std::equal(shape.begin(), shape.end(), x.shape().begin()))
+        return static_cast<const T*>(x.data());
+    }
+    copy = xt::broadcast(x, shape);
+    return static_cast<const T*>(copy.data());
+  }
+}
+
+template <class X>
+struct value_type_of {
+  using type = X;  // a number
+};
+template <XtExpr X>
+struct value_type_of<X> {
+  using type = std::remove_cv_t<xt_value_t<X>>;
+};
+
+/// A maximal elementwise subtree as one op of the general evaluator. See Note [Regions].
+template <class Inner, std::size_t K>
+struct region_op {
+  static constexpr const char* name = "elementwise";
+  Inner inner;
+
+  template <class... X>
+  auto forward(const X&... x) const {
+    static_assert(sizeof...(X) == K);
+    using T = std::common_type_t<typename value_type_of<X>::type...>;
+    if constexpr (!(XtExpr<X> || ...)) {
+      return scalar_sweep<T, false>(T(0), x...).first;
+    } else {
+      const dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...});
+      std::tuple<std::conditional_t<XtExpr<X>, xt::xarray<T>, char>...> copies;
+      const auto srcs = sources<T>(shape, copies, x...);
+      xt::xarray<T> out = xt::xarray<T>::from_shape(shape);
+      store_sink<T> value{out.data()};
+      std::tuple<> none;
+      element_loop<T, false>(std::index_sequence<>{}, inner, srcs, out.size(), T(0), value, none);
+      return out;
+    }
+  }
+
+  // backward(x_0, ..., x_{K-1}, y, g): the gradient of every input, in the region's shape (a
+  // number input gets the sum over the elements).
+  template <class... A>
+  auto backward(const A&... a) const {
+    static_assert(sizeof...(A) == K + 2);
+    return [&]<std::size_t... k>(std::index_sequence<k...>) {
+      const auto args = std::forward_as_tuple(a...);
+      return backward_of(std::get<K + 1>(args), std::get<k>(args)...);
+    }
+    (std::make_index_sequence<K>{});
+  }
+
+ private:
+  template <class T, class C, class... X>
+  static auto sources(const dims& shape, C& copies, const X&... x) {
+    return [&]<std::size_t... k>(std::index_sequence<k...>) {
+      return std::tuple{region_source<T>(x, shape, std::get<k>(copies))...};
+    }
+    (std::index_sequence_for<X...>{});
+  }
+
+  // All inputs and the seed are numbers: one scalar sweep; returns the value and the gradients.
+  template <class T, bool Backward, class... X>
+  auto scalar_sweep(T g, const X&... x) const {
+    const tuple<std::conditional_t<true, T, X>...> args{{static_cast<T>(x)}...};
+    sweep<Inner, decltype(args), plain_policy, T> s(inner, args);
+    s.forward();
+    const T v = static_cast<T>(s.result());
+    if constexpr (Backward) {
+      s.backward(g);
+      return [&]<std::size_t... k>(std::index_sequence<k...>) {
+        return std::pair{v, grads{static_cast<T>(s.template gradient<k>(g, T(0)))...}};
+      }
+      (std::index_sequence_for<X...>{});
+    } else {
+      return std::pair{v, 0};
+    }
+  }
+
+  template <class G, class... X>
+  auto backward_of(const G& g, const X&... x) const {
+    using T = std::common_type_t<typename value_type_of<X>::type...>;
+    if constexpr (!XtExpr<G> && !(XtExpr<X> || ...)) {
+      return scalar_sweep<T, true>(static_cast<T>(g), x...).second;
+    } else {
+      dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...});
+      shape = broadcast_dims(shape, dims_of(g), "backward");
+      std::tuple<std::conditional_t<XtExpr<X>, xt::xarray<T>, char>...> copies;
+      const auto srcs = sources<T>(shape, copies, x...);
+      xt::xarray<T> seed_copy;
+      const auto seed = region_source<T>(g, shape, seed_copy);
+      std::size_t n = 1;
+      for (auto e : shape) n *= e;
+      // every input's gradient: an array of the region's shape, or a sum for a number input
+      auto out = std::tuple{gradient_holder<T, X>(shape)...};
+      auto sinks = [&]<std::size_t... k>(std::index_sequence<k...>) {
+        return std::tuple{sink_of(std::get<k>(out))...};
+      }
+      (std::index_sequence_for<X...>{});
+      no_sink none;
+      element_loop<T, true>(std::index_sequence_for<X...>{}, inner, srcs, n, seed, none, sinks);
+      return [&]<std::size_t... k>(std::index_sequence<k...>) {
+        return grads{finish(std::move(std::get<k>(out)), std::get<k>(sinks))...};
+      }
+      (std::index_sequence_for<X...>{});
+    }
+  }
+
+  template <class T, class X>
+  static auto gradient_holder(const dims& shape) {
+    if constexpr (XtExpr<X>) {
+      return xt::xarray<T>::from_shape(shape);
+    } else {
+      return T(0);
+    }
+  }
+  template <class T>
+  static store_sink<T> sink_of(xt::xarray<T>& a) {
+    return {a.data()};
+  }
+  template <class T>
+  requires std::is_arithmetic_v<T>
+  static sum_sink<T> sink_of(T&) { return {}; }
+  template <class T>
+  static xt::xarray<T> finish(xt::xarray<T>&& a, const store_sink<T>&) {
+    return std::move(a);
+  }
+  template <class T>
+  static T finish(T&&, const sum_sink<T>& s) {
+    return s.total();
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// The rewrite. See Note [Regions].
+
+template <class... T>
+struct type_list {};
+template <class... L>
+struct concat;
+template <>
+struct concat<> {
+  using type = type_list<>;
+};
+template <class... A>
+struct concat<type_list<A...>> {
+  using type = type_list<A...>;
+};
+template <class... A, class... B, class... R>
+struct concat<type_list<A...>, type_list<B...>, R...> {
+  using type = typename concat<type_list<A..., B...>, R...>::type;
+};
+
+template <class E>
+inline constexpr bool elementwise_node_v = false;
+template <class Op, class... A>
+inline constexpr bool elementwise_node_v<node<Op, A...>> = is_elementwise<Op>();
+
+// The boundary occurrences below a region node, left to right.
+template <class E>
+struct boundary {
+  using type = type_list<E>;  // a leaf, or a node that is not elementwise
+};
+template <class T>
+struct boundary<cst<T>> {
+  using type = type_list<>;
+};
+template <class Op, class... A>
+requires(is_elementwise<Op>()) struct boundary<node<Op, A...>> {
+  using type = typename concat<typename boundary<A>::type...>::type;
+};
+
+template <class L>
+struct list_size;
+template <class... O>
+struct list_size<type_list<O...>> {
+  static constexpr std::size_t value = sizeof...(O);
+};
+template <class E>
+inline constexpr std::size_t boundary_count = list_size<typename boundary<E>::type>::value;
+
+// Which region input each boundary occurrence reads: stateless equal types share one.
+template <class L>
+struct input_map;
+template <class... O>
+struct input_map<type_list<O...>> {
+  static constexpr std::size_t n = sizeof...(O);
+  struct result {
+    std::array<std::size_t, n> input{};       // occurrence -> input
+    std::array<std::size_t, n> occurrence{};  // input -> its first occurrence
+    std::size_t inputs = 0;
+  };
+  template <class A>
+  static constexpr std::array<bool, n> same_as = {std::is_same_v<A, O>...};
+  static constexpr result value = [] {
+    constexpr std::array<std::array<bool, n>, n> same = {same_as<O>...};
+    constexpr std::array<bool, n> stateless = {tree_info<O>::stateless...};
+    result r{};
+    for (std::size_t i = 0; i < n; ++i) {
+      bool shared = false;
+      for (std::size_t j = 0; j < i && stateless[i] && !shared; ++j)
+        if (same[i][j]) {
+          r.input[i] = r.input[j];
+          shared = true;
+        }
+      if (!shared) {
+        r.input[i] = r.inputs;
+        r.occurrence[r.inputs++] = i;
+      }
+    }
+    return r;
+  }();
+};
+
+// Where each child's boundary occurrences start, counted within its parent.
+template <class... A>
+inline constexpr std::array<std::size_t, sizeof...(A) + 1> boundary_starts = [] {
+  std::array<std::size_t, sizeof...(A) + 1> s{};
+  const std::size_t counts[] = {boundary_count<A>...};
+  for (std::size_t k = 0; k < sizeof...(A); ++k) s[k + 1] = s[k] + counts[k];
+  return s;
+}();
+
+// The child holding boundary occurrence I.
+template <std::size_t I, class... A>
+inline constexpr std::size_t child_holding_occurrence = [] {
+  std::size_t k = 0;
+  while (I >= boundary_starts<A...>[k + 1]) ++k;
+  return k;
+}();
+
+// The region's inner expression: boundary occurrence i (counted from Start) becomes
+// var<Map::value.input[i]>.
+template <class Map, std::size_t Start, class E>
+constexpr auto rebuild(const E& e) {
+  if constexpr (is_cst_v<E>) {
+    return e;
+  } else if constexpr (!elementwise_node_v<E>) {
+    return var<Map::value.input[Start]>{};
+  } else {
+    return [&]<class Op, class... A>(const node<Op, A...>& n) {
+      return [&]<std::size_t... j>(std::index_sequence<j...>) {
+        using N =
+            node<Op,
+                 decltype(rebuild<Map, Start + boundary_starts<A...>[j]>(grads_get<j>(n.args)))...>;
+        return N{n.op, {{rebuild<Map, Start + boundary_starts<A...>[j]>(grads_get<j>(n.args))}...}};
+      }
+      (std::index_sequence_for<A...>{});
+    }(e);
+  }
+}
+
+// Boundary occurrence I of the region rooted at e.
+template <std::size_t I, class E>
+constexpr const auto& boundary_at(const E& e) {
+  if constexpr (!elementwise_node_v<E>) {
+    static_assert(I == 0);
+    return e;
+  } else {
+    return [&]<class Op, class... A>(const node<Op, A...>& n) -> const auto& {
+      constexpr std::size_t j = child_holding_occurrence<I, A...>;
+      return boundary_at<I - boundary_starts<A...>[j]>(grads_get<j>(n.args));
+    }
+    (e);
+  }
+}
+
+template <class E>
+constexpr auto regionize(const E& e);
+
+template <class Op, class... A>
+constexpr auto make_region(const node<Op, A...>& e) {
+  using Map = input_map<typename boundary<node<Op, A...>>::type>;
+  const auto inner = rebuild<Map, 0>(e);
+  return [&]<std::size_t... u>(std::index_sequence<u...>) {
+    using R = region_op<std::remove_cvref_t<decltype(inner)>, sizeof...(u)>;
+    using N = node<R, decltype(regionize(boundary_at<Map::value.occurrence[u]>(e)))...>;
+    return N{R{inner}, {{regionize(boundary_at<Map::value.occurrence[u]>(e))}...}};
+  }
+  (std::make_index_sequence<Map::value.inputs>{});
+}
+
+/// The expression with every maximal elementwise subtree replaced by one region node.
+template <class E>
+constexpr auto regionize(const E& e) {
+  if constexpr (elementwise_node_v<E>) {
+    return make_region(e);
+  } else if constexpr (requires { e.args; }) {
+    return [&]<class Op, class... A>(const node<Op, A...>& n) {
+      return [&]<std::size_t... j>(std::index_sequence<j...>) {
+        using N = node<Op, decltype(regionize(grads_get<j>(n.args)))...>;
+        return N{n.op, {{regionize(grads_get<j>(n.args))}...}};
+      }
+      (std::index_sequence_for<A...>{});
+    }(e);
+  } else {
+    return e;  // a leaf or a constant
+  }
+}
+
+template <class E>
+using regionized_t = decltype(regionize(std::declval<const E&>()));
+
+}  // namespace mg::detail
