@@ -155,10 +155,12 @@ struct engine<xtensor_family> {
     } else {
       if constexpr (requires {
                       a.data();
+                      a.data_offset();
                       a.layout();
                     } &&
                     std::is_same_v<std::remove_cv_t<xt_value_t<A>>, T>) {
-        if (a.layout() == xt::layout_type::row_major) return static_cast<const T*>(a.data());
+        if (a.layout() == xt::layout_type::row_major)
+          return static_cast<const T*>(a.data() + a.data_offset());
       }
       copy = a;
       return static_cast<const T*>(copy.data());

@@ -8,6 +8,7 @@
 #include <xtensor/xfixed.hpp>
 #include <xtensor/xrandom.hpp>
 #include <xtensor/xtensor.hpp>
+#include <xtensor/xview.hpp>
 
 #include <metagrad/xtensor.hpp>
 
@@ -240,4 +241,28 @@ TEST(StaticXtensorRegions, VjpOfAnElementwiseFunctionIsOneRegion) {
     }
     EXPECT_NEAR(gy(j), expected, 1e-13);
   }
+}
+
+TEST(StaticXtensorRegions, ViewsWithOffsetsAndTransposedOperands) {
+  // arguments that are views into larger arrays (an element offset, row-major) or transposed
+  // (column-major): read in place where the layout allows, never from the wrong elements
+  const auto big = randn({5, 3}, 37), w = randn({4, 3}, 38);
+  auto rows = xt::view(big, xt::range(1, 4), xt::all());  // rows 1..3, offset 3
+  const xt::xarray<double> rows_copy = rows;
+  auto fused = [](auto p) { return sum(sin(p) * p); };
+  auto [v1, g1] = mg::value_and_grad(fused)(rows);
+  auto [v2, g2] = mg::value_and_grad(fused)(rows_copy);
+  EXPECT_DOUBLE_EQ(v1, v2);
+  for (std::size_t i = 0; i < rows_copy.size(); ++i) EXPECT_DOUBLE_EQ(g1.flat(i), g2.flat(i));
+  auto layer = [](auto p, auto q) { return sum(tanh(matmul(p, q)) * sum(q, 0)); };
+  auto wt = xt::transpose(w);  // (3,4), column-major
+  const xt::xarray<double> wt_copy = wt;
+  auto [v3, g3] = mg::value_and_grad(layer)(rows, wt);
+  auto [v4, g4] = mg::value_and_grad(layer)(rows_copy, wt_copy);
+  EXPECT_NEAR(v3, v4, 1e-13);
+  for (std::size_t i = 0; i < rows_copy.size(); ++i)
+    EXPECT_NEAR(std::get<0>(g3).flat(i), std::get<0>(g4).flat(i), 1e-13);
+  for (std::size_t i = 0; i < wt_copy.size(); ++i)
+    EXPECT_NEAR(std::get<1>(g3).flat(i), std::get<1>(g4).flat(i), 1e-13);
+  check_xt(layer, rows_copy, wt_copy);
 }

@@ -37,20 +37,49 @@ std::string shape_string(const S& s) {
   return r;
 }
 
-// C(m,n) = A(m,k) B(k,n), all row-major and contiguous: computed as C^T = B^T A^T in BLAS's
-// column-major view, which needs no transposition.
-template <class T>
-void gemm_row_major(int m, int n, int k, const T* a, const T* b, T* c) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    std::fill(c, c + m * n, T(0));
-    return;
-  }
-  gemm("N", "N", n, m, k, b, n, a, k, c, n);  // See Note [Row-major gemm] in blas.hpp
-}
-
 template <class X>
 using xt_value_t = typename std::remove_cvref_t<X>::value_type;
+
+// A 2-D operand as BLAS reads it: in place when its elements are contiguous in row-major order
+// ('N') or column-major order ('T': a transposed view), else copied once into row-major order.
+template <class T>
+struct xt_gemm_operand {
+  xt::xarray<T, xt::layout_type::row_major> copy;
+  const T* data = nullptr;
+  char op = 'N';
+  int ld = 1;
+
+  template <class X>
+  explicit xt_gemm_operand(const X& x) {
+    const auto rows = x.shape()[0], cols = x.shape()[1];
+    if constexpr (requires {
+                    x.data();
+                    x.data_offset();
+                    x.strides();
+                  } &&
+                  std::is_same_v<std::remove_cv_t<xt_value_t<X>>, T>) {
+      const auto& st = x.strides();
+      const auto s0 = static_cast<std::size_t>(st[0]), s1 = static_cast<std::size_t>(st[1]);
+      if ((s1 == 1 || cols <= 1) && (s0 == cols || rows <= 1)) {
+        set(x.data() + x.data_offset(), 'N', cols);
+        return;
+      }
+      if ((s0 == 1 || rows <= 1) && (s1 == rows || cols <= 1)) {
+        set(x.data() + x.data_offset(), 'T', rows);
+        return;
+      }
+    }
+    copy = x;
+    set(copy.data(), 'N', cols);
+  }
+
+ private:
+  void set(const T* p, char o, std::size_t leading) {
+    data = p;
+    op = o;
+    ld = static_cast<int>(std::max<std::size_t>(leading, 1));
+  }
+};
 
 template <class X>
 requires XtExpr<X>
@@ -78,10 +107,9 @@ struct algebra_impl<X> {
     using T = xt_value_t<decltype(g)>;
     return xt::xarray<T>(xt::broadcast(g, x.shape()));
   }
-  static auto transpose(const auto& x) {
-    using T = xt_value_t<decltype(x)>;
-    return xt::xarray<T>(xt::transpose(x));
-  }
+  // A view (no copy): it only ever feeds matmul, which hands it to BLAS as a transposed
+  // operand. The view refers to x, which outlives the backward expression that uses it.
+  static auto transpose(const auto& x) { return xt::transpose(x); }
   static auto matmul(const auto& a, const auto& b) {
     using T = std::common_type_t<xt_value_t<decltype(a)>, xt_value_t<decltype(b)>>;
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
@@ -89,11 +117,17 @@ struct algebra_impl<X> {
     if (a.dimension() != 2 || b.dimension() != 2 || a.shape()[1] != b.shape()[0])
       fail("matmul: shapes ", shape_string(a.shape()), " and ", shape_string(b.shape()),
            " do not multiply; matmul takes (m,k) and (k,n) matrices");
-    const xt::xarray<T, xt::layout_type::row_major> ca = a, cb = b;
-    const auto m = ca.shape()[0], k = ca.shape()[1], n = cb.shape()[1];
+    const auto m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
     xt::xarray<T> c = xt::xarray<T>::from_shape({m, n});
-    gemm_row_major<T>(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), ca.data(),
-                      cb.data(), c.data());
+    if (m == 0 || n == 0) return c;
+    if (k == 0) {
+      c.fill(T(0));
+      return c;
+    }
+    const xt_gemm_operand<T> A(a), B(b);
+    // row-major C = A B is column-major C^T = B^T A^T: See Note [Row-major gemm] in blas.hpp
+    gemm(&B.op, &A.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), B.data, B.ld,
+         A.data, A.ld, c.data(), static_cast<int>(n));
     return c;
   }
 };
@@ -157,7 +191,7 @@ struct xt_policy {
   static auto keep_bwd(B&& b) {
     if constexpr (is_grads_v<std::remove_cvref_t<B>>) {
       return [&]<std::size_t... k>(std::index_sequence<k...>) {
-        return grads{keep<void_op>(get<k>(b))...};
+        return grads{keep<void_op>(get<k>(std::forward<B>(b)))...};
       }
       (std::make_index_sequence<std::remove_cvref_t<B>::size>{});
     } else {

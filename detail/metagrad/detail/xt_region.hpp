@@ -162,6 +162,51 @@ dims dims_of(const X& x) {
   }
 }
 
+// out[...] = in broadcast: `in` is read with `strides` (0 along broadcast dimensions) over
+// `shape` from dimension d on; out is contiguous.
+template <class T, class S>
+void broadcast_rows(T*& out, const S* in, const dims& shape, const dims& strides, std::size_t d) {
+  const std::size_t n = shape[d], st = strides[d];
+  if (d + 1 == shape.size()) {
+    if (st == 1) {
+      for (std::size_t j = 0; j < n; ++j) out[j] = static_cast<T>(in[j]);
+    } else {
+      const T v = static_cast<T>(in[0]);
+      for (std::size_t j = 0; j < n; ++j) out[j] = st == 0 ? v : static_cast<T>(in[j * st]);
+    }
+    out += n;
+  } else {
+    for (std::size_t j = 0; j < n; ++j) broadcast_rows(out, in + j * st, shape, strides, d + 1);
+  }
+}
+
+// copy = x broadcast to `shape`, in row-major order: element by element for a contiguous
+// row-major x (a bias row repeated, say), through xtensor's general assignment otherwise.
+template <class T, class X>
+void broadcast_copy(xt::xarray<T>& copy, const X& x, const dims& shape) {
+  if constexpr (requires {
+                  x.data();
+                  x.data_offset();
+                  x.layout();
+                }) {
+    if (x.layout() == xt::layout_type::row_major && x.dimension() <= shape.size() &&
+        !shape.empty()) {
+      const std::size_t lead = shape.size() - x.dimension();
+      dims strides(shape.size(), 0);
+      std::size_t acc = 1;
+      for (std::size_t i = x.dimension(); i-- > 0;) {
+        strides[lead + i] = x.shape()[i] == 1 ? 0 : acc;
+        acc *= x.shape()[i];
+      }
+      copy = xt::xarray<T>::from_shape(shape);
+      T* out = copy.data();
+      if (copy.size() > 0) broadcast_rows(out, x.data() + x.data_offset(), shape, strides, 0);
+      return;
+    }
+  }
+  copy = xt::broadcast(x, shape);
+}
+
 // Where the loop reads input x: a number, or n contiguous elements of T in the region's shape
 // (read in place when x already is that, else copied once into `copy`).
 template <class T, class X, class C>
@@ -171,14 +216,15 @@ auto region_source(const X& x, const dims& shape, C& copy) {
   } else {
     if constexpr (requires {
                     x.data();
+                    x.data_offset();
                     x.layout();
                   } &&
                   std::is_same_v<std::remove_cv_t<xt_value_t<X>>, T>) {
       if (x.layout() == xt::layout_type::row_major && x.dimension() == shape.size() &&
           std::equal(shape.begin(), shape.end(), x.shape().begin()))
-        return static_cast<const T*>(x.data());
+        return static_cast<const T*>(x.data() + x.data_offset());
     }
-    copy = xt::broadcast(x, shape);
+    broadcast_copy(copy, x, shape);
     return static_cast<const T*>(copy.data());
   }
 }
