@@ -11,6 +11,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/xtensor.hpp
 )
 set(METAGRAD_DETAIL_HEADERS
+  detail/metagrad/detail/broadcast.hpp
   detail/metagrad/detail/config.hpp
   detail/metagrad/detail/expr.hpp
   detail/metagrad/detail/gemm.hpp

@@ -112,10 +112,9 @@ struct engine<xtensor_family> {
     using T = std::common_type_t<typename value_of<A>::type...>;
     static_assert(std::is_floating_point_v<T>, "metagrad: arrays must hold float or double");
     // contiguous row-major arrays of T are read in place; anything else is copied once
-    std::tuple<std::conditional_t<XtExpr<A>, xt::xarray<T, xt::layout_type::row_major>, char>...>
-        copies;
+    std::tuple<std::conditional_t<XtExpr<A>, xt::xarray<T>, char>...> copies;
     const auto data = [&]<std::size_t... k>(std::index_sequence<k...>) {
-      return std::tuple{source<T>(args, std::get<k>(copies))...};
+      return std::tuple{region_source<T>(args, dims_of(args), std::get<k>(copies))...};
     }
     (std::index_sequence_for<A...>{});
     std::size_t n = 0;
@@ -145,26 +144,6 @@ struct engine<xtensor_family> {
   template <class O, class S>
   static void finish_number(O& o, const S& s) {
     if constexpr (std::is_arithmetic_v<O>) o = static_cast<O>(s.total());
-  }
-
-  // Where the fused loop reads argument a: a number, or a pointer to contiguous elements.
-  template <class T, class A, class C>
-  static auto source(const A& a, C& copy) {
-    if constexpr (!XtExpr<A>) {
-      return static_cast<T>(a);
-    } else {
-      if constexpr (requires {
-                      a.data();
-                      a.data_offset();
-                      a.layout();
-                    } &&
-                    std::is_same_v<std::remove_cv_t<xt_value_t<A>>, T>) {
-        if (a.layout() == xt::layout_type::row_major)
-          return static_cast<const T*>(a.data() + a.data_offset());
-      }
-      copy = a;
-      return static_cast<const T*>(copy.data());
-    }
   }
 
   template <class D>

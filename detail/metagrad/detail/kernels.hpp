@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <metagrad/detail/broadcast.hpp>
 #include <metagrad/detail/device.hpp>
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/detail/storage.hpp>
@@ -21,18 +22,7 @@ namespace mg::detail {
 
 // numpy rules: align on the right; extents must be equal or 1.
 inline shape_t broadcast_shapes(const shape_t& a, const shape_t& b, const char* op) {
-  const std::size_t n = std::max(a.size(), b.size());
-  shape_t r(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const std::int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x != y && x != 1 && y != 1)
-      fail(op, ": shapes ", shape_str(a), " and ", shape_str(b),
-           " cannot be broadcast together (numpy rules: trailing dimensions must be equal or 1); "
-           "reshape one operand or sum it to a compatible shape first");
-    r[i] = x == 1 ? y : x;
-  }
-  return r;
+  return broadcast_extents(a, b, op);
 }
 
 // Can a tensor of shape `from` be broadcast to `to`?

@@ -16,6 +16,7 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xreducer.hpp>
 
+#include <metagrad/detail/broadcast.hpp>
 #include <metagrad/detail/gemm.hpp>
 #include <metagrad/detail/sweep.hpp>
 #include <metagrad/error.hpp>
@@ -25,17 +26,6 @@ namespace mg::detail {
 
 template <class T>
 concept XtExpr = xt::is_xexpression<std::remove_cvref_t<T>>::value;
-
-template <class S>
-std::string shape_string(const S& s) {
-  std::string r = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i) r += ',';
-    r += std::to_string(s[i]);
-  }
-  r += ']';
-  return r;
-}
 
 template <class X>
 using xt_value_t = typename std::remove_cvref_t<X>::value_type;

@@ -27,6 +27,7 @@
 #include <xtensor/xbroadcast.hpp>
 
 #include <metagrad/concepts.hpp>
+#include <metagrad/detail/broadcast.hpp>
 #include <metagrad/detail/config.hpp>
 #include <metagrad/detail/expr.hpp>
 #include <metagrad/detail/plan.hpp>
@@ -119,21 +120,6 @@ MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, cons
 
 using dims = std::vector<std::size_t>;
 
-inline dims broadcast_dims(const dims& a, const dims& b, const char* op) {
-  const std::size_t n = std::max(a.size(), b.size());
-  dims r(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const std::size_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x != y && x != 1 && y != 1)
-      fail(op, ": shapes ", shape_string(a), " and ", shape_string(b),
-           " cannot be broadcast together (numpy rules: trailing dimensions must be equal or 1); "
-           "make the shapes agree or give the smaller one extent 1 where they differ");
-    r[i] = x == 1 ? y : x;
-  }
-  return r;
-}
-
 template <class T, std::size_t K>
 dims region_dims(const cst<T>&, const std::array<dims, K>&) {
   return {};
@@ -147,7 +133,7 @@ dims region_dims(const node<Op, A...>& n, const std::array<dims, K>& in) {
   return [&]<std::size_t... j>(std::index_sequence<j...>) {
     const dims c[] = {region_dims(grads_get<j>(n.args), in)...};
     dims r = c[0];
-    for (std::size_t k = 1; k < sizeof...(A); ++k) r = broadcast_dims(r, c[k], Op::name);
+    for (std::size_t k = 1; k < sizeof...(A); ++k) r = broadcast_extents(r, c[k], Op::name);
     return r;
   }
   (std::index_sequence_for<A...>{});
@@ -308,7 +294,7 @@ struct region_op {
       return scalar_sweep<T, true>(static_cast<T>(g), x...).second;
     } else {
       dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...});
-      shape = broadcast_dims(shape, dims_of(g), "backward");
+      shape = broadcast_extents(shape, dims_of(g), "backward");
       std::tuple<std::conditional_t<XtExpr<X>, xt::xarray<T>, char>...> copies;
       const auto srcs = sources<T>(shape, copies, x...);
       xt::xarray<T> seed_copy;
