@@ -80,30 +80,22 @@ void BM_fused_hand_written_inline_trig(benchmark::State& state) {
 }
 void BM_fused_metagrad_static(benchmark::State& state) { BM_fused<metagrad_static>(state); }
 
+// On mg::tensor: backward from the loss, and read the value and the gradient.
+template <class F>
+void run_on_tensors(benchmark::State& state, const F& f) {
+  const mg::tensor x0(input());
+  for (auto _ : state) {
+    mg::tensor x = x0.detach().requires_grad_();
+    mg::tensor l = f(x);
+    l.backward();
+    benchmark::DoNotOptimize(l.item<float>());
+    benchmark::DoNotOptimize(x.grad().numel());
+  }
+}
 // The runtime engine: one recorded node per op, each a pass over memory; backward likewise.
-void BM_fused_metagrad_runtime(benchmark::State& state) {
-  const mg::tensor x0(input());
-  for (auto _ : state) {
-    mg::tensor x = x0.detach().requires_grad_();
-    mg::tensor l = loss(x);
-    l.backward();
-    benchmark::DoNotOptimize(l.item<float>());
-    benchmark::DoNotOptimize(x.grad().numel());
-  }
-}
-
+void BM_fused_metagrad_runtime(benchmark::State& state) { run_on_tensors(state, loss); }
 // The bridge: the same loss recorded as one node by mg::fuse.
-void BM_fused_metagrad_fuse(benchmark::State& state) {
-  const mg::tensor x0(input());
-  const auto fused = mg::fuse(loss);
-  for (auto _ : state) {
-    mg::tensor x = x0.detach().requires_grad_();
-    mg::tensor l = fused(x);
-    l.backward();
-    benchmark::DoNotOptimize(l.item<float>());
-    benchmark::DoNotOptimize(x.grad().numel());
-  }
-}
+void BM_fused_metagrad_fuse(benchmark::State& state) { run_on_tensors(state, mg::fuse(loss)); }
 
 BENCHMARK(BM_fused_hand_written)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_fused_hand_written_inline_trig)->Unit(benchmark::kMillisecond);

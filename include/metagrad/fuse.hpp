@@ -48,7 +48,7 @@ struct engine<tensor_family> {
     const tensor y = std::apply(f, leaves);
     if (y.numel() != 1)
       fail("grad: the function must return a one-element tensor but returned shape ",
-           shape_str(y.shape()),
+           shape_string(y.shape()),
            "; reduce it, e.g. with mg::sum, or use mg::autograd::grad with "
            "grad_outputs");
     const tensor_list gs =

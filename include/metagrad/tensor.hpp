@@ -110,7 +110,7 @@ template <class T>
 T tensor::item() const {
   const auto& t = checked("item");
   if (t.numel() != 1)
-    detail::fail("item: a tensor of shape ", detail::shape_str(t.shape), " has ", t.numel(),
+    detail::fail("item: a tensor of shape ", detail::shape_string(t.shape), " has ", t.numel(),
                  " elements; item() needs exactly one (reduce it with sum() first)");
   const auto h = detail::transfer_kernel(t, device::cpu);
   return detail::dispatch(

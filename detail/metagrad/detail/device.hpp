@@ -171,7 +171,7 @@ inline const device_backend& cuda_backend(const char* op) {
 
 inline void check_device_rank(const shape_t& s, const char* op) {
   if (s.size() > static_cast<std::size_t>(max_device_rank))
-    fail(op, ": a tensor of shape ", shape_str(s), " has ", s.size(),
+    fail(op, ": a tensor of shape ", shape_string(s), " has ", s.size(),
          " dimensions; tensors on device cuda have at most ", max_device_rank,
          " (reshape it, or compute on device cpu)");
 }

@@ -50,12 +50,12 @@ inline impl_ptr root_gradient(const tensor& out, const tensor& grad, const char*
   if (!grad.defined()) {
     if (out.numel() != 1)
       fail(api, ": grad can be implicitly created only for scalar outputs; got shape ",
-           shape_str(out.shape()), "; pass a gradient tensor of that shape");
+           shape_string(out.shape()), "; pass a gradient tensor of that shape");
     return fill_kernel(out.shape(), 1.0, out.dtype(), out.device());
   }
   if (grad.shape() != out.shape())
-    fail(api, ": the gradient for output ", i, " has shape ", shape_str(grad.shape()),
-         " but the output has shape ", shape_str(out.shape()),
+    fail(api, ": the gradient for output ", i, " has shape ", shape_string(grad.shape()),
+         " but the output has shape ", shape_string(out.shape()),
          "; pass a gradient of the output's shape");
   if (grad.device() != out.device())
     fail(api, ": the gradient for output ", i, " is on device ", device_name(grad.device()),
@@ -75,7 +75,7 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const tensor& out = outputs[i];
     if (!out.requires_grad())
-      fail(c.api, ": output ", i, " (shape ", shape_str(out.shape()),
+      fail(c.api, ": output ", i, " (shape ", shape_string(out.shape()),
            ") does not require grad and has no grad_fn; create the leaves with "
            ".requires_grad = true (or call requires_grad_()) and do not compute under "
            "no_grad_guard");
@@ -170,7 +170,7 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
   if (!c.accumulate)
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (!captured[i] && !c.allow_unused)
-        fail(c.api, ": input ", i, " (shape ", shape_str(inputs[i].shape()),
+        fail(c.api, ": input ", i, " (shape ", shape_string(inputs[i].shape()),
              ") was not used in the graph of the outputs; pass .allow_unused = true to get an "
              "undefined tensor for it");
   return captured;
@@ -199,8 +199,8 @@ inline tensor& tensor::requires_grad_(bool on) {
 inline void tensor::set_grad(const tensor& g) {
   auto& t = const_cast<detail::tensor_impl&>(checked("set_grad"));
   if (g.defined() && g.shape() != t.shape)
-    detail::fail("set_grad: a gradient of shape ", detail::shape_str(g.shape()),
-                 " for a tensor of shape ", detail::shape_str(t.shape), "; shapes must match");
+    detail::fail("set_grad: a gradient of shape ", detail::shape_string(g.shape()),
+                 " for a tensor of shape ", detail::shape_string(t.shape), "; shapes must match");
   t.grad = g.impl();
 }
 
@@ -215,7 +215,7 @@ inline bool tensor::retains_grad() const {
 inline void tensor::retain_grad() const {
   const auto& t = checked("retain_grad");
   if (!detail::requires_grad(t))
-    detail::fail("retain_grad: the tensor (shape ", detail::shape_str(t.shape),
+    detail::fail("retain_grad: the tensor (shape ", detail::shape_string(t.shape),
                  ") does not require grad, so it has no gradient to retain");
   if (t.grad_fn && !retains_grad()) t.grad_fn->retained.push_back(impl_);
 }

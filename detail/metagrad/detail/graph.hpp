@@ -57,7 +57,7 @@ using impl_ptr = std::shared_ptr<tensor_impl>;
 
 inline impl_ptr make_impl(const shape_t& shape, dtype d, device dev = device::cpu) {
   for (auto e : shape)
-    if (e < 0) fail("tensor: negative extent in shape ", shape_str(shape));
+    if (e < 0) fail("tensor: negative extent in shape ", shape_string(shape));
   auto t = std::make_shared<tensor_impl>();
   t->store = allocate(numel_of(shape), d, dev);
   t->shape = shape;
@@ -124,7 +124,7 @@ class saved_variable {
       fail(
           "one of the tensors needed for gradient computation has been modified by an in-place "
           "operation: a tensor of shape ",
-          shape_str(data_->shape), " saved by ", node_name, " is at version ",
+          shape_string(data_->shape), " saved by ", node_name, " is at version ",
           data_->store->version, "; expected version ", version_,
           "; make a copy before modifying it in place, or modify it out of place");
     if (!is_output_) return data_;

@@ -20,11 +20,6 @@
 
 namespace mg::detail {
 
-// numpy rules: align on the right; extents must be equal or 1.
-inline shape_t broadcast_shapes(const shape_t& a, const shape_t& b, const char* op) {
-  return broadcast_extents(a, b, op);
-}
-
 // Can a tensor of shape `from` be broadcast to `to`?
 inline bool broadcastable_to(const shape_t& from, const shape_t& to) {
   if (from.size() > to.size()) return false;
@@ -76,8 +71,8 @@ void nd_for_each(const shape_t& shape, const std::array<const shape_t*, K>& stri
 
 inline void check_cpu(const tensor_impl& t, const char* op) {
   if (t.device() != device::cpu)
-    fail(op, ": a tensor of shape ", shape_str(t.shape), " is on device ", device_name(t.device()),
-         "; ", op,
+    fail(op, ": a tensor of shape ", shape_string(t.shape), " is on device ",
+         device_name(t.device()), "; ", op,
          " is implemented on device cpu only so far: move the operands with .to(mg::device::cpu)");
 }
 
@@ -124,8 +119,8 @@ void coalesce(nd_space& s, std::array<nd_operand*, K> ops) {
 
 inline void check_same_device(const tensor_impl& a, const tensor_impl& b, const char* op) {
   if (a.device() != b.device())
-    fail(op, ": operands are on different devices (a tensor of shape ", shape_str(a.shape), " on ",
-         device_name(a.device()), ", one of shape ", shape_str(b.shape), " on ",
+    fail(op, ": operands are on different devices (a tensor of shape ", shape_string(a.shape),
+         " on ", device_name(a.device()), ", one of shape ", shape_string(b.shape), " on ",
          device_name(b.device()), "); move one with .to(mg::device::", device_name(a.device()),
          ") or .to(mg::device::", device_name(b.device()), ")");
 }
@@ -158,17 +153,20 @@ inline impl_ptr copy_kernel(const tensor_impl& x, dtype d, const shape_t& shape)
   return out;
 }
 
-// A contiguous copy of x on device `dev`.
+// x's elements, contiguous, on device `dev`: x itself (an alias) when it already is that, else a
+// copy; only a contiguous source is copied between devices, and it is not copied first.
 inline impl_ptr transfer_kernel(const tensor_impl& x, device dev) {
-  const auto c = copy_kernel(x, x.dtype(), x.shape);
+  const auto c = x.is_contiguous() ? alias_of(x) : copy_kernel(x, x.dtype(), x.shape);
   if (dev == x.device()) return c;
   auto out = make_impl(x.shape, x.dtype(), dev);
   const std::size_t n = static_cast<std::size_t>(c->numel()) * element_size(x.dtype());
   if (n == 0) return out;
+  const void* src = static_cast<const char*>(c->store->data) +
+                    c->offset * static_cast<std::int64_t>(element_size(x.dtype()));
   if (dev == device::cpu)
-    cuda_backend("to").to_host(out->store->data, c->store->data, n);
+    cuda_backend("to").to_host(out->store->data, src, n);
   else
-    cuda_backend("to").from_host(out->store->data, c->store->data, n);
+    cuda_backend("to").from_host(out->store->data, src, n);
   return out;
 }
 

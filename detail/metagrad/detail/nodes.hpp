@@ -128,8 +128,8 @@ inline impl_ptr fit_gradient(const tensor& g, const input_meta& m, const char* o
   tensor r = g;
   if (r.shape() != m.shape) {
     if (!broadcastable_to(m.shape, r.shape()))
-      fail(op, ": backward returned a gradient of shape ", shape_str(r.shape()), " for input ", i,
-           " of shape ", shape_str(m.shape),
+      fail(op, ": backward returned a gradient of shape ", shape_string(r.shape()), " for input ",
+           i, " of shape ", shape_string(m.shape),
            "; return one gradient per input, in the input's shape (or broadcastable from it)");
     r = sum_to(r, m.shape);
   }

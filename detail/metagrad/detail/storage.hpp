@@ -14,12 +14,12 @@
 #include <cstdint>
 #include <memory>
 #include <new>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include <metagrad/detail/broadcast.hpp>
 #include <metagrad/error.hpp>
 
 namespace mg {
@@ -69,15 +69,6 @@ constexpr std::size_t element_size(dtype d) {
 }
 
 constexpr const char* device_name(device d) { return d == device::cpu ? "cpu" : "cuda"; }
-
-// "[2,3]"; a 0-d shape is "[]".
-inline std::string shape_str(const shape_t& s) {
-  std::ostringstream os;
-  os << '[';
-  for (std::size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
-  os << ']';
-  return std::move(os).str();
-}
 
 inline std::int64_t numel_of(const shape_t& s) {
   std::int64_t n = 1;

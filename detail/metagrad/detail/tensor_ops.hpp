@@ -37,7 +37,7 @@ tensor binary(const Op& op, const tensor& a0, const tensor& b0) {
   check_same_device(operand(a0, Op::name), operand(b0, Op::name), Op::name);
   const mg::dtype d = promote(a0.dtype(), b0.dtype());
   const tensor a = a0.to(d), b = b0.to(d);
-  const shape_t shape = broadcast_shapes(a.shape(), b.shape(), Op::name);
+  const shape_t shape = broadcast_extents(a.shape(), b.shape(), Op::name);
   tensor out(binary_kernel(op, *a.impl(), *b.impl(), shape));
   return record(op, std::move(out), a, b);
 }
@@ -46,7 +46,7 @@ inline std::size_t normalize_axis(std::int64_t axis, std::size_t rank, const cha
                                   const shape_t& shape) {
   const auto r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis >= r)
-    fail(op, ": axis ", axis, " is out of range for a tensor of shape ", shape_str(shape),
+    fail(op, ": axis ", axis, " is out of range for a tensor of shape ", shape_string(shape),
          " (valid: ", -r, " to ", r - 1, ")");
   return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
 }
@@ -89,8 +89,8 @@ inline tensor sum_to(const tensor& x, const shape_t& shape) {
   const auto& xi = detail::operand(x, "sum_to");
   if (xi.shape == shape) return x;
   if (!detail::broadcastable_to(shape, xi.shape))
-    detail::fail("sum_to: a tensor of shape ", detail::shape_str(xi.shape),
-                 " cannot be summed to shape ", detail::shape_str(shape),
+    detail::fail("sum_to: a tensor of shape ", detail::shape_string(xi.shape),
+                 " cannot be summed to shape ", detail::shape_string(shape),
                  " (the target must broadcast to the source)");
   return detail::record(detail::sum_to_op{xi.shape}, tensor(detail::sum_to_kernel(xi, shape)), x);
 }
@@ -99,8 +99,8 @@ inline tensor expand(const tensor& x, const shape_t& shape) {
   const auto& xi = detail::operand(x, "expand");
   if (xi.shape == shape) return x;
   if (!detail::broadcastable_to(xi.shape, shape))
-    detail::fail("expand: a tensor of shape ", detail::shape_str(xi.shape),
-                 " cannot be expanded to shape ", detail::shape_str(shape),
+    detail::fail("expand: a tensor of shape ", detail::shape_string(xi.shape),
+                 " cannot be expanded to shape ", detail::shape_string(shape),
                  " (numpy rules: trailing dimensions must be equal or 1)");
   return detail::record(detail::expand_op{xi.shape},
                         tensor(detail::copy_kernel(xi, xi.dtype(), shape)), x);
@@ -134,12 +134,12 @@ inline tensor matmul(const tensor& a0, const tensor& b0) {
   detail::check_cpu(ai, "matmul");
   detail::check_cpu(bi, "matmul");
   if (ai.shape.size() != 2 || bi.shape.size() != 2)
-    detail::fail("matmul: expected two 2-D tensors, got shapes ", detail::shape_str(ai.shape),
-                 " and ", detail::shape_str(bi.shape),
+    detail::fail("matmul: expected two 2-D tensors, got shapes ", detail::shape_string(ai.shape),
+                 " and ", detail::shape_string(bi.shape),
                  "; matmul supports 2-D x 2-D only (use unsqueeze to turn a vector into a matrix)");
   if (ai.shape[1] != bi.shape[0])
-    detail::fail("matmul: shapes ", detail::shape_str(ai.shape), " and ",
-                 detail::shape_str(bi.shape), " cannot be multiplied (inner dimensions ",
+    detail::fail("matmul: shapes ", detail::shape_string(ai.shape), " and ",
+                 detail::shape_string(bi.shape), " cannot be multiplied (inner dimensions ",
                  ai.shape[1], " and ", bi.shape[0],
                  " differ); transpose an operand or fix the shapes so that (m,k) x (k,n)");
   const mg::dtype d = detail::promote(ai.dtype(), bi.dtype());
@@ -180,13 +180,14 @@ tensor& in_place(tensor& self, const tensor& other, const Op& op) {
   auto& si = const_cast<tensor_impl&>(operand(self, name));
   check_same_device(si, operand(other, name), name);
   if (grad_mode() && (self.requires_grad() || other.requires_grad()))
-    fail(name, ": in-place operation on a tensor of shape ", shape_str(si.shape),
+    fail(name, ": in-place operation on a tensor of shape ", shape_string(si.shape),
          " while grad mode is on and a tensor involved requires grad; the runtime engine does "
          "not record in-place operations yet: write a = a ",
          std::is_same_v<Op, add_op> ? "+" : "*", " b, or run it under mg::no_grad_guard");
-  if (broadcast_shapes(si.shape, other.shape(), name) != si.shape)
-    fail(name, ": the result of shape ", shape_str(broadcast_shapes(si.shape, other.shape(), name)),
-         " does not fit in place into a tensor of shape ", shape_str(si.shape));
+  const shape_t result = broadcast_extents(si.shape, other.shape(), name);
+  if (result != si.shape)
+    fail(name, ": the result of shape ", shape_string(result),
+         " does not fit in place into a tensor of shape ", shape_string(si.shape));
   const tensor b = other.to(si.dtype());
   copy_into(si, *binary_kernel(op, si, *b.impl(), si.shape));
   ++si.store->version;  // See Note [Version counter]

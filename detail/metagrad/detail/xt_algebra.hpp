@@ -30,6 +30,20 @@ concept XtExpr = xt::is_xexpression<std::remove_cvref_t<T>>::value;
 template <class X>
 using xt_value_t = typename std::remove_cvref_t<X>::value_type;
 
+// An xtensor expression with strided memory behind it (containers, strided views): its elements
+// can be read in place, from data() + data_offset() along strides(), when layout() allows.
+template <class X>
+concept XtStrided = XtExpr<X> && requires(const X& x) {
+  x.data();
+  x.data_offset();
+  x.strides();
+  x.layout();
+};
+
+// ... of elements of exactly type T
+template <class X, class T>
+concept XtStridedOf = XtStrided<X> && std::is_same_v<std::remove_cv_t<xt_value_t<X>>, T>;
+
 // A 2-D operand as BLAS reads it: in place when its elements are contiguous in row-major order
 // ('N') or column-major order ('T': a transposed view), else copied once into row-major order.
 template <class T>
@@ -42,12 +56,7 @@ struct xt_gemm_operand {
   template <class X>
   explicit xt_gemm_operand(const X& x) {
     const auto rows = x.shape()[0], cols = x.shape()[1];
-    if constexpr (requires {
-                    x.data();
-                    x.data_offset();
-                    x.strides();
-                  } &&
-                  std::is_same_v<std::remove_cv_t<xt_value_t<X>>, T>) {
+    if constexpr (XtStridedOf<X, T>) {
       const auto& st = x.strides();
       const auto s0 = static_cast<std::size_t>(st[0]), s1 = static_cast<std::size_t>(st[1]);
       if ((s1 == 1 || cols <= 1) && (s0 == cols || rows <= 1)) {

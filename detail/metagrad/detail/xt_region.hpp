@@ -82,13 +82,8 @@ struct sum_sink {
 template <class T, bool Backward, std::size_t... I, class Inner, class Srcs, class Seed,
           class VSink, class GSinks>
 MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, const Srcs& srcs,
-                             std::size_t n, const Seed& seed, VSink& value_out,
-                             GSinks& gsinks_out) {
+                             std::size_t n, const Seed& seed, VSink& value, GSinks& gsinks) {
   constexpr std::size_t K = std::tuple_size_v<Srcs>;
-  // local copies: the accumulators stay in registers (stores through the gradient pointers
-  // could alias them if they lived behind a reference)
-  VSink value = value_out;
-  GSinks gsinks = gsinks_out;
   auto body = [&]<class V>(std::type_identity<V>, std::size_t i) {
     const auto a = [&]<std::size_t... k>(std::index_sequence<k...>) {
       return tuple<std::conditional_t<k == k, V, void>...>{
@@ -111,8 +106,6 @@ MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, cons
   std::size_t i = 0;
   for (; i + P::size <= n; i += P::size) body(std::type_identity<P>{}, i);
   for (; i < n; ++i) body(std::type_identity<T>{}, i);
-  value_out = value;
-  gsinks_out = gsinks;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -170,11 +163,7 @@ void broadcast_rows(T*& out, const S* in, const dims& shape, const dims& strides
 // row-major x (a bias row repeated, say), through xtensor's general assignment otherwise.
 template <class T, class X>
 void broadcast_copy(xt::xarray<T>& copy, const X& x, const dims& shape) {
-  if constexpr (requires {
-                  x.data();
-                  x.data_offset();
-                  x.layout();
-                }) {
+  if constexpr (XtStrided<X>) {
     if (x.layout() == xt::layout_type::row_major && x.dimension() <= shape.size() &&
         !shape.empty()) {
       const std::size_t lead = shape.size() - x.dimension();
@@ -200,12 +189,7 @@ auto region_source(const X& x, const dims& shape, C& copy) {
   if constexpr (!XtExpr<X>) {
     return static_cast<T>(x);
   } else {
-    if constexpr (requires {
-                    x.data();
-                    x.data_offset();
-                    x.layout();
-                  } &&
-                  std::is_same_v<std::remove_cv_t<xt_value_t<X>>, T>) {
+    if constexpr (XtStridedOf<X, T>) {
       if (x.layout() == xt::layout_type::row_major && x.dimension() == shape.size() &&
           std::equal(shape.begin(), shape.end(), x.shape().begin()))
         return static_cast<const T*>(x.data() + x.data_offset());
