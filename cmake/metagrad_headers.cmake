@@ -1,46 +1,60 @@
 # Explicit header lists (no GLOB): every header is installed and compiled on its own in CI.
 set(METAGRAD_PUBLIC_HEADERS
+  include/metagrad/autograd.hpp
   include/metagrad/concepts.hpp
   include/metagrad/error.hpp
-  include/metagrad/grads.hpp
-  include/metagrad/ops/elementwise.hpp
-  include/metagrad/ops/shaped.hpp
+  include/metagrad/expr.hpp
+  include/metagrad/function.hpp
   include/metagrad/fuse.hpp
+  include/metagrad/grads.hpp
   include/metagrad/metagrad.hpp
+  include/metagrad/ops.hpp
+  include/metagrad/ops/arithmetic.hpp
+  include/metagrad/ops/conversion.hpp
+  include/metagrad/ops/linalg.hpp
+  include/metagrad/ops/list.hpp
+  include/metagrad/ops/math.hpp
+  include/metagrad/ops/reductions.hpp
+  include/metagrad/ops/shape.hpp
   include/metagrad/static.hpp
+  include/metagrad/tensor.hpp
+  include/metagrad/tensor_class.hpp
+  include/metagrad/types.hpp
   include/metagrad/xtensor.hpp
 )
 set(METAGRAD_DETAIL_HEADERS
+  # machinery shared by the engines
+  detail/metagrad/detail/algebra.hpp
   detail/metagrad/detail/broadcast.hpp
   detail/metagrad/detail/config.hpp
-  detail/metagrad/detail/expr.hpp
+  detail/metagrad/detail/dispatch.hpp
+  detail/metagrad/detail/element_math.hpp
   detail/metagrad/detail/gemm.hpp
-  detail/metagrad/detail/plan.hpp
   detail/metagrad/detail/simd.hpp
+  detail/metagrad/detail/tuple.hpp
+  detail/metagrad/detail/type_name.hpp
+  # the static engine
+  detail/metagrad/detail/plan.hpp
   detail/metagrad/detail/sweep.hpp
   detail/metagrad/detail/xt_algebra.hpp
   detail/metagrad/detail/xt_region.hpp
+  # the runtime engine and its backends
+  detail/metagrad/detail/autograd_engine.hpp
+  detail/metagrad/detail/backend.hpp
+  detail/metagrad/detail/blas.hpp
+  detail/metagrad/detail/cpu_backend.hpp
+  detail/metagrad/detail/element_kernels.hpp
+  detail/metagrad/detail/graph.hpp
+  detail/metagrad/detail/nodes.hpp
+  detail/metagrad/detail/registry.hpp
+  detail/metagrad/detail/runtime_ops.hpp
+  detail/metagrad/detail/storage.hpp
+  detail/metagrad/detail/tensor_kernels.hpp
+  detail/metagrad/detail/tensor_members.hpp
 )
 set(METAGRAD_CUDA_HEADERS
   cuda/metagrad/cuda.hpp
-  cuda/metagrad/cuda/kernels.hpp
-  cuda/metagrad/cuda/tensor_backend.hpp
+  cuda/metagrad/cuda/backend.hpp
+  cuda/metagrad/cuda/functors.hpp
   cuda/metagrad/cuda/transforms.hpp
-)
-# The runtime engine (mg::tensor).
-list(APPEND METAGRAD_PUBLIC_HEADERS
-  include/metagrad/autograd.hpp
-  include/metagrad/function.hpp
-  include/metagrad/tensor.hpp
-)
-list(APPEND METAGRAD_DETAIL_HEADERS
-  detail/metagrad/detail/blas.hpp
-  detail/metagrad/detail/device.hpp
-  detail/metagrad/detail/engine.hpp
-  detail/metagrad/detail/graph.hpp
-  detail/metagrad/detail/kernels.hpp
-  detail/metagrad/detail/nodes.hpp
-  detail/metagrad/detail/storage.hpp
-  detail/metagrad/detail/tensor_core.hpp
-  detail/metagrad/detail/tensor_ops.hpp
 )

@@ -2,7 +2,7 @@
 // mode. (`tensor::backward`, which accumulates into `.grad()`, is in <metagrad/tensor.hpp>.)
 #pragma once
 
-#include <metagrad/detail/engine.hpp>
+#include <metagrad/detail/autograd_engine.hpp>
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/tensor.hpp>
 

@@ -1,8 +1,12 @@
-// Concepts for operations: what a struct must provide to be differentiated by metagrad.
+// What a struct must provide to be an operation of metagrad, and the facts every evaluator reads
+// from it (arity, what backward reads, elementwise or not, differentiable or not).
 //
-// A ctx-free op (StaticOp) is a struct like the built-ins in <metagrad/ops/elementwise.hpp>:
+// A ctx-free op (StaticOp) is a struct like the built-ins in <metagrad/ops/>:
 // `forward(inputs...)` and `backward(inputs..., output, grad_output)`, both callable on plain
-// numbers, returning one gradient (one input) or mg::grads{...} (several inputs).
+// numbers, returning one gradient (one input) or mg::grads{...} (several inputs). Optional
+// members: `name` (a string literal for messages and grad_fn()->name()), `saves` (which values
+// backward reads, so the runtime engine keeps only those), `elementwise = false` (an op whose
+// forward sees whole arrays: reductions, shape ops), `differentiable = false` (comparisons).
 #pragma once
 
 #include <cstddef>
@@ -12,6 +16,15 @@
 #include <metagrad/grads.hpp>
 
 namespace mg {
+
+/// What an op's backward reads besides the output gradient (`static constexpr auto saves =
+/// mg::saved::inputs;`). The runtime engine keeps exactly
+/// these for backward; the others reach backward as `mg::not_saved`, so a backward that reads a
+/// value it did not declare does not compile (no silently wrong gradient).
+enum class saved : unsigned char { nothing, inputs, output, both };
+
+/// Stands in, in a call to backward, for a value the op declared it does not read.
+struct not_saved {};
 
 namespace detail {
 template <std::size_t>
@@ -73,16 +86,6 @@ constexpr std::size_t backward_gradient_count() {
   (std::make_index_sequence<N>{});
 }
 
-template <class F>
-constexpr bool backward_count_ok() {
-  constexpr std::size_t n = op_arity<F>();
-  if constexpr (n == 0 || !has_backward<F, n>()) {
-    return false;
-  } else {
-    return backward_gradient_count<F, n>() == n;
-  }
-}
-
 // Is F elementwise? Yes unless it says `static constexpr bool elementwise = false`.
 template <class F>
 constexpr bool is_elementwise() {
@@ -92,13 +95,48 @@ constexpr bool is_elementwise() {
     return true;
   }
 }
+
+// Has F a gradient? Yes unless it says `static constexpr bool differentiable = false`.
+template <class F>
+constexpr bool is_differentiable() {
+  if constexpr (requires { F::differentiable; }) {
+    return F::differentiable;
+  } else {
+    return true;
+  }
+}
+
+// What F's backward reads: its `saves` member, else everything.
+template <class F>
+constexpr saved saves_of() {
+  if constexpr (requires { F::saves; }) {
+    return F::saves;
+  } else {
+    return saved::both;
+  }
+}
+template <class F>
+inline constexpr bool saves_inputs_v = saves_of<F>() == saved::inputs || saves_of<F>() == saved::both;
+template <class F>
+inline constexpr bool saves_output_v = saves_of<F>() == saved::output || saves_of<F>() == saved::both;
+
+template <class F>
+constexpr bool backward_count_ok() {
+  constexpr std::size_t n = op_arity<F>();
+  if constexpr (n == 0 || !has_backward<F, n>()) {
+    return false;
+  } else {
+    return backward_gradient_count<F, n>() == n;
+  }
+}
 }  // namespace detail
 
 /// A ctx-free operation usable in both engines and on both backends.
 template <class F>
-concept StaticOp =
-    std::is_default_constructible_v<F> &&(detail::op_arity<F>() > 0) &&
-    detail::has_backward<F, detail::op_arity<F>()>() && detail::backward_count_ok<F>();
+concept StaticOp = std::is_default_constructible_v<F> && (detail::op_arity<F>() > 0) &&
+                   (!detail::is_differentiable<F>() ||
+                    (detail::has_backward<F, detail::op_arity<F>()>() &&
+                     detail::backward_count_ok<F>()));
 
 namespace detail {
 // Entry points call this so a malformed op is reported in one sentence, not forty candidates.
@@ -109,7 +147,7 @@ constexpr void diagnose_static_op() {
       "metagrad: a custom op must be default-constructible (a struct of static functions)");
   static_assert(op_arity<F>() > 0,
                 "metagrad: a custom op needs a static forward(inputs...) callable on numbers");
-  if constexpr (op_arity<F>() > 0) {
+  if constexpr (op_arity<F>() > 0 && is_differentiable<F>()) {
     static_assert(has_backward<F, op_arity<F>()>(),
                   "metagrad: a custom op needs a static backward(inputs..., output, grad_output)");
     if constexpr (has_backward<F, op_arity<F>()>()) {

@@ -240,12 +240,7 @@ requires(std::same_as<A, tensor>&&...) tensor apply(const A&... x) {
     if constexpr (StaticOp<F>) {
       static_assert(detail::op_arity<F>() == N,
                     "metagrad: apply<F> got a different number of tensors than F::forward takes");
-      tensor out;
-      {
-        detail::grad_mode_guard off(false);
-        out = tensor(F{}.forward(x...));
-      }
-      return detail::record(F{}, tensor(detail::alias_of(*out.impl())), x...);
+      return detail::call(F{}, x...);
     } else {
       return tensor{};
     }

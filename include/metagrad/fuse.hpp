@@ -21,10 +21,8 @@
 namespace mg {
 
 namespace detail {
-struct tensor_family {};
-
 template <>
-struct family_of<tensor> {
+struct evaluator_family_of<tensor> {
   using type = tensor_family;
 };
 
@@ -32,7 +30,7 @@ struct family_of<tensor> {
 // gradients are those of f alone. Numbers pass through unchanged; a number asked for (grad<I>)
 // becomes a 0-d f64 tensor and its gradient comes back as a double.
 template <>
-struct engine<tensor_family> {
+struct evaluator<tensor_family> {
   template <std::size_t... I, class F, class... A>
   static auto value_and_grad(const F& f, const A&... args) {
     enable_grad_guard on(true);
@@ -150,7 +148,7 @@ struct fused_node final : graph_node {
     const auto xs = as_arrays<T>(x, ks);
     const xt::xarray<T> seed = g.template to_xtensor<T>();
     const auto r = std::apply(
-        [&](const auto&... a) { return engine<xtensor_family>::template vjp<k...>(f, seed, a...); },
+        [&](const auto&... a) { return evaluator<xtensor_family>::template vjp<k...>(f, seed, a...); },
         xs);
     return {tensor(xt::xarray<T>(std::get<k>(r)))...};
   }
@@ -174,6 +172,13 @@ struct fused_node final : graph_node {
   static tensor to_tensor(V v) { return tensor(static_cast<double>(v)); }
 };
 
+inline void check_cpu(const tensor& t) {
+  if (t.device() != device::cpu)
+    fail("fuse: a tensor of shape ", shape_string(t.shape()),
+         " is on device cuda; mg::fuse runs on device cpu so far (on the device, mg::cuda::vjp "
+         "fuses over device arrays): move the operands with .to(mg::device::cpu)");
+}
+
 template <class F>
 struct fused_fn {
   F f;
@@ -182,7 +187,7 @@ struct fused_fn {
   requires(std::is_same_v<A, tensor>&&...) tensor operator()(const A&... x) const {
     constexpr std::size_t N = sizeof...(A);
     const bool f32_only = ((x.dtype() == f32) && ...);
-    (check_cpu(*x.impl(), "fuse"), ...);  // on device cuda: mg::cuda::vjp over device arrays
+    (check_cpu(x), ...);  // on device cuda: mg::cuda::vjp over device arrays
     const bool record = grad_mode() && (x.requires_grad() || ...);
     auto n = record ? std::make_shared<fused_node<F, N>>(f) : nullptr;
     tensor y;
@@ -211,7 +216,7 @@ struct fused_fn {
   template <class T, class Node, class... A>
   tensor forward_and_gradients(Node& n, const A&... x) const {
     auto [v, g] = [&]<std::size_t... k>(std::index_sequence<k...>) {
-      return engine<xtensor_family>::template value_and_grad<k...>(f,
+      return evaluator<xtensor_family>::template value_and_grad<k...>(f,
                                                                    x.template to_xtensor<T>()...);
     }
     (std::index_sequence_for<A...>{});
@@ -224,7 +229,7 @@ struct fused_fn {
 
   template <class T, class... A>
   tensor forward(const A&... x) const {
-    return tensor(engine<xtensor_family>::value(f, x.template to_xtensor<T>()...));
+    return tensor(evaluator<xtensor_family>::value(f, x.template to_xtensor<T>()...));
   }
 };
 }  // namespace detail

@@ -7,35 +7,9 @@
 #include <utility>
 
 #include <metagrad/detail/config.hpp>
+#include <metagrad/detail/tuple.hpp>
 
 namespace mg {
-
-namespace detail {
-template <std::size_t I, class T>
-struct grads_slot {
-  T value;
-};
-
-// A minimal tuple that works in device code: one base per element, indexed so that repeated
-// types stay distinct. Also the argument storage of static-engine nodes.
-template <class Seq, class... Ts>
-struct tuple_impl;
-
-template <std::size_t... Is, class... Ts>
-struct tuple_impl<std::index_sequence<Is...>, Ts...> : grads_slot<Is, Ts>... {};
-
-template <class... Ts>
-using tuple = tuple_impl<std::index_sequence_for<Ts...>, Ts...>;
-
-template <std::size_t I, class T>
-MG_HD constexpr T& grads_get(grads_slot<I, T>& s) noexcept {
-  return s.value;
-}
-template <std::size_t I, class T>
-MG_HD constexpr const T& grads_get(const grads_slot<I, T>& s) noexcept {
-  return s.value;
-}
-}  // namespace detail
 
 /// The gradients returned by the `backward` of an operation with several inputs, in input order.
 /// A plain aggregate (usable in device code), read with `get<I>` or structured bindings:
@@ -44,6 +18,7 @@ MG_HD constexpr const T& grads_get(const grads_slot<I, T>& s) noexcept {
 ///   return mg::grads{g * b, g * a};   // d/da (a*b) = b, d/db (a*b) = a
 /// }
 /// ```
+/// An input that has no gradient (a condition, an index) gets `mg::no_grad{}` in its place.
 template <class... Ts>
 struct grads : detail::tuple<Ts...> {
   static constexpr std::size_t size = sizeof...(Ts);
@@ -56,18 +31,41 @@ struct grads : detail::tuple<Ts...> {
 template <class... Ts>
 grads(Ts...) -> grads<Ts...>;
 
+/// The gradient of an input that is not differentiable (a bool condition, an integer index).
+struct no_grad {};
+
 template <std::size_t I, class... Ts>
 MG_HD constexpr auto& get(grads<Ts...>& g) noexcept {
-  return detail::grads_get<I>(g);
+  return detail::at<I>(g);
 }
 template <std::size_t I, class... Ts>
 MG_HD constexpr const auto& get(const grads<Ts...>& g) noexcept {
-  return detail::grads_get<I>(g);
+  return detail::at<I>(g);
 }
 template <std::size_t I, class... Ts>
 MG_HD constexpr auto&& get(grads<Ts...>&& g) noexcept {
-  return std::move(detail::grads_get<I>(g));
+  return std::move(detail::at<I>(g));
 }
+
+namespace detail {
+template <class T>
+inline constexpr bool is_grads_v = false;
+template <class... Ts>
+inline constexpr bool is_grads_v<grads<Ts...>> = true;
+
+// Component k of a backward result; a one-input op returns its gradient bare.
+template <std::size_t k, class B>
+MG_HD MG_INLINE constexpr const auto& component(const B& b) {
+  if constexpr (is_grads_v<B>) {
+    return get<k>(b);
+  } else {
+    static_assert(k == 0, "metagrad: a backward with one gradient belongs to a one-input op");
+    return b;
+  }
+}
+template <std::size_t k, class B>
+using component_t = std::remove_cvref_t<decltype(component<k>(std::declval<const B&>()))>;
+}  // namespace detail
 
 }  // namespace mg
 

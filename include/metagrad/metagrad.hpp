@@ -8,6 +8,7 @@
 #include <metagrad/function.hpp>
 #include <metagrad/fuse.hpp>
 #include <metagrad/grads.hpp>
+#include <metagrad/ops.hpp>
 #include <metagrad/static.hpp>
 #include <metagrad/tensor.hpp>
 #include <metagrad/xtensor.hpp>

@@ -11,46 +11,56 @@
 #include <type_traits>
 #include <utility>
 
-#include <metagrad/detail/expr.hpp>
+#include <metagrad/detail/algebra.hpp>
 #include <metagrad/detail/sweep.hpp>
+#include <metagrad/expr.hpp>
+#include <metagrad/ops.hpp>
 
 namespace mg {
 
 namespace detail {
-// Which engine a list of argument types selects. Each family's header specialises engine<>.
+// Static-engine expressions are 0-d arrays (grad of grad on scalar functions).
+template <class X>
+requires Expr<X>
+struct algebra_impl<X> : scalar_algebra {};
+
+// Which evaluator a list of argument types selects. Each family's header specialises
+// evaluator<> (numbers and expressions here, xtensor in <metagrad/xtensor.hpp>, mg::tensor in
+// <metagrad/fuse.hpp>).
 struct scalar_family {};
 template <class T>
-struct family_of {
+struct evaluator_family_of {
   using type = void;
 };
 template <class T>
-requires(std::is_floating_point_v<T> || Expr<T>) struct family_of<T> {
+requires(std::is_floating_point_v<T> || Expr<T>) struct evaluator_family_of<T> {
   using type = scalar_family;
 };
 
 template <class... Fs>
-struct join_family;
+struct join_evaluator_family;
 template <>
-struct join_family<> {
+struct join_evaluator_family<> {
   using type = scalar_family;
 };
 template <class F, class... Fs>
-struct join_family<F, Fs...> {
-  using rest = typename join_family<Fs...>::type;
+struct join_evaluator_family<F, Fs...> {
+  using rest = typename join_evaluator_family<Fs...>::type;
   // scalars mix with anything; any other two families must agree
   using type = std::conditional_t<
       std::is_same_v<F, scalar_family>, rest,
       std::conditional_t<std::is_same_v<rest, scalar_family> || std::is_same_v<rest, F>, F, void>>;
 };
 template <class... Args>
-using family_t = typename join_family<typename family_of<std::remove_cvref_t<Args>>::type...>::type;
+using evaluator_family_t = typename join_evaluator_family<
+    typename evaluator_family_of<std::remove_cvref_t<Args>>::type...>::type;
 
 template <class Family>
-struct engine;  // primary: no engine for these arguments
+struct evaluator;  // primary: no evaluator for these arguments
 
 template <class Family>
-concept HasEngine = requires {
-  sizeof(engine<Family>);
+concept HasEvaluator = requires {
+  sizeof(evaluator<Family>);
 };
 
 template <class F, std::size_t... I>
@@ -96,7 +106,7 @@ constexpr auto bare_or_tuple(T&& t) {
 }
 
 template <>
-struct engine<scalar_family> {
+struct evaluator<scalar_family> {
   template <std::size_t... I, class F, class... A>
   MG_INLINE static constexpr auto value_and_grad(const F& f, const A&... args) {
     using E = traced_t<F, sizeof...(A)>;
@@ -111,28 +121,28 @@ struct engine<scalar_family> {
     s.backward(seed);
     using Args = std::tuple<A...>;
     return std::pair{s.result(), std::tuple{as_arg_type<std::tuple_element_t<I, Args>>(
-                                     s.template gradient<I>(seed, zero_like(grads_get<I>(a))))...}};
+                                     s.template gradient<I>(seed, zero_like(at<I>(a))))...}};
   }
 };
 
 template <class F, std::size_t... I>
-struct grad_fn {
+struct grad_transform {
   F f;
   bool with_value;
 
   template <class... A>
   constexpr auto operator()(const A&... args) const {
-    using Family = family_t<A...>;
+    using Family = evaluator_family_t<A...>;
     static_assert(!std::is_void_v<Family>,
                   "metagrad: grad takes floating-point numbers, xtensor containers or mg::tensor "
                   "arguments of one family (numbers may mix with either)");
-    static_assert(HasEngine<Family>,
+    static_assert(HasEvaluator<Family>,
                   "metagrad: include <metagrad/metagrad.hpp> (or the header of this argument "
                   "family) to differentiate with these arguments");
     static_assert(((I < sizeof...(A)) && ...),
                   "metagrad: grad<I...> names an argument index the call does not have");
     return [&]<std::size_t... J>(std::index_sequence<J...>) {
-      auto [v, g] = engine<Family>::template value_and_grad<J...>(f, args...);
+      auto [v, g] = evaluator<Family>::template value_and_grad<J...>(f, args...);
       return std::pair{std::move(v), bare_or_tuple(std::move(g))};
     }
     (std::conditional_t<sizeof...(I) == 0, std::index_sequence_for<A...>,
@@ -142,7 +152,7 @@ struct grad_fn {
 
 template <class F, std::size_t... I>
 struct grad_only {
-  grad_fn<F, I...> inner;
+  grad_transform<F, I...> inner;
   template <class... A>
   constexpr auto operator()(const A&... args) const {
     return inner(args...).second;
@@ -169,7 +179,7 @@ constexpr auto grad(F f) {
 /// ```
 template <std::size_t... I, class F>
 constexpr auto value_and_grad(F f) {
-  return detail::grad_fn<F, I...>{std::move(f), true};
+  return detail::grad_transform<F, I...>{std::move(f), true};
 }
 
 /// Second derivative of a scalar function with respect to argument I: grad<I>(grad<I>(f)).

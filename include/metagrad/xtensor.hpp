@@ -35,7 +35,7 @@ struct xtensor_family {};
 
 template <class T>
 requires XtExpr<T>
-struct family_of<T> {
+struct evaluator_family_of<T> {
   using type = xtensor_family;
 };
 
@@ -73,7 +73,7 @@ auto gradient_like(const A& a) {
 }
 
 template <>
-struct engine<xtensor_family> {
+struct evaluator<xtensor_family> {
   template <std::size_t... I, class F, class... A>
   static auto value_and_grad(const F& f, const A&... args) {
     using E = traced_t<F, sizeof...(A)>;
@@ -123,7 +123,7 @@ struct engine<xtensor_family> {
     auto grads_out = std::tuple{make_out<T>(std::get<I>(std::forward_as_tuple(args...)))...};
     auto sinks = std::apply([](auto&... o) { return std::tuple{sink_for<T>(o)...}; }, grads_out);
     sum_sink<T> value;
-    element_loop<T, true>(std::index_sequence<I...>{}, grads_get<0>(e.args), data, n, T(1), value,
+    element_loop<T, true>(std::index_sequence<I...>{}, at<0>(e.args), data, n, T(1), value,
                           sinks);
     // numbers among the arguments: their gradient is the sum over all elements
     [&]<std::size_t... j>(std::index_sequence<j...>) {

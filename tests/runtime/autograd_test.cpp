@@ -207,8 +207,8 @@ TEST(RuntimeErrors, MessagesNameTheOpShapesAndFix) {
   expect_error([&] { (void)exp(tensor{}); }, {"exp", "undefined"});
   expect_error([&] { (void)mg::zeros({2}, {.device = mg::device::cuda}); },
                {"no translation unit of this program includes <metagrad/cuda.hpp>"});
-  expect_error([&] { (void)mg::zeros({2}, {.dtype = mg::dtype::i64}); },
-               {"i64", "not implemented"});
+  expect_error([&] { (void)mg::zeros({2}, {.dtype = mg::i64, .requires_grad = true}); },
+               {"requires_grad", "i64", "floating"});
   expect_error([&] { (void)mg::expand(a, {3, 3}); }, {"expand", "[2,3]", "[3,3]"});
 }
 

@@ -168,7 +168,7 @@ TEST(StaticXtensor, ValueAndVectorJacobianProduct) {
   // f maps arrays to arrays; vjp gives the gradient of sum(seed * f)
   const auto x = randn({2, 3}, 22), seed = randn({2, 3}, 23);
   auto f = [](auto v, auto w) { return sin(v) * w; };
-  using engine = mg::detail::engine<mg::detail::xtensor_family>;
+  using engine = mg::detail::evaluator<mg::detail::xtensor_family>;
   const xt::xarray<double> value = engine::value(f, x, 2.0);
   const auto [gx, gw] = engine::vjp<0, 1>(f, seed, x, 2.0);
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -194,15 +194,15 @@ TEST(StaticXtensorRegions, RewriteKeepsShapedOpsAndMergesElementwiseOnes) {
   using R = mg::detail::regionized_t<E>;
   // sum_axis( region( matmul(x, w), b ) ): the region has two inputs, x*w is its input 0
   static_assert(std::is_same_v<op_of<R>::type, mg::sum_axis_op>);
-  using Region = std::remove_cvref_t<decltype(mg::detail::grads_get<0>(std::declval<R>().args))>;
+  using Region = std::remove_cvref_t<decltype(mg::detail::at<0>(std::declval<R>().args))>;
   static_assert(mg::detail::tree_info<Region>::arity == 2);
   static_assert(
       std::is_same_v<
-          std::remove_cvref_t<decltype(mg::detail::grads_get<0>(std::declval<Region>().args))>,
+          std::remove_cvref_t<decltype(mg::detail::at<0>(std::declval<Region>().args))>,
           node<matmul_op, var<0>, var<1>>>);
   static_assert(
       std::is_same_v<
-          std::remove_cvref_t<decltype(mg::detail::grads_get<1>(std::declval<Region>().args))>,
+          std::remove_cvref_t<decltype(mg::detail::at<1>(std::declval<Region>().args))>,
           var<2>>);
   // x used four times in one region is one input
   auto f = [](auto x) { return sum(x, 0) * (sin(x) * x + exp(-x * x)); };
@@ -224,7 +224,7 @@ TEST(StaticXtensorRegions, VjpOfAnElementwiseFunctionIsOneRegion) {
   // the root itself is a region: value and vjp against closed forms, with broadcasting
   const auto x = randn({2, 3}, 34), y = randn({3}, 35), seed = randn({2, 3}, 36);
   auto f = [](auto a, auto c) { return exp(a) * c - a / (2.0 + c * c); };
-  using engine = mg::detail::engine<mg::detail::xtensor_family>;
+  using engine = mg::detail::evaluator<mg::detail::xtensor_family>;
   const xt::xarray<double> v = engine::value(f, x, y);
   const auto [gx, gy] = engine::vjp<0, 1>(f, seed, x, y);
   for (std::size_t i = 0; i < 2; ++i)

@@ -10,6 +10,10 @@
 #include "support/custom_ops.hpp"
 #include "support/harness_thrust.hpp"
 
+// The registration point of the user's ops on device cuda: this is the translation unit of the
+// test program that includes <metagrad/cuda.hpp> (tensor_test.cpp applies them to tensors).
+static const bool custom_ops_registered = mg::cuda::register_ops<mg_test::softplus, mg_test::hypot2>();
+
 namespace {
 
 using mg_test::uniform;

@@ -18,7 +18,7 @@
 #include <thrust/reduce.h>
 #include <thrust/transform.h>
 
-#include <metagrad/cuda/kernels.hpp>
+#include <metagrad/cuda/functors.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
 

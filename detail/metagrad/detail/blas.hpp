@@ -1,5 +1,6 @@
-// Matrix products through BLAS (the library target links OpenBLAS; see DESIGN.md on why never
-// the reference BLAS). Fortran ABI: column-major, every argument by pointer.
+// Matrix products of the runtime engine through BLAS (the library target links OpenBLAS; see
+// DESIGN.md on why never the reference BLAS). Fortran ABI: column-major, every argument by
+// pointer.
 //
 // Note [Row-major gemm]: our tensors are row-major. A row-major (m,k) matrix is, read
 // column-major, its transpose, so C = A B is computed as C^T = B^T A^T: gemm with the operands
@@ -13,7 +14,7 @@
 
 #include <metagrad/detail/gemm.hpp>
 #include <metagrad/detail/graph.hpp>
-#include <metagrad/detail/kernels.hpp>
+#include <metagrad/detail/tensor_kernels.hpp>
 
 namespace mg::detail {
 
@@ -37,13 +38,13 @@ inline gemm_operand as_gemm_operand(const tensor_impl& x) {
   return {std::move(copy), p, 'N', static_cast<int>(std::max<std::int64_t>(c, 1))};
 }
 
-// (m,k) x (k,n) -> (m,n); a and b are 2-D with the same dtype.
+// (m,k) x (k,n) -> (m,n); a and b are 2-D CPU tensors with the same floating dtype.
 inline impl_ptr matmul_kernel(const tensor_impl& a, const tensor_impl& b) {
   const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
   auto out = fill_kernel({m, n}, 0.0, a.dtype(), device::cpu);
   if (m == 0 || n == 0 || k == 0) return out;
   const gemm_operand A = as_gemm_operand(a), B = as_gemm_operand(b);
-  dispatch(a.dtype(), [&]<class T>(std::type_identity<T>) {
+  dispatch_floating(a.dtype(), [&]<class T>(std::type_identity<T>) {
     // C^T (n,m) = B^T (n,k) A^T (k,m), all column-major
     gemm(&B.op, &A.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
          B.t->template data<T>(), B.ld, A.t->template data<T>(), A.ld, out->data<T>(),

@@ -5,8 +5,10 @@
 // defines __host__/__device__ for plain host compilers, so we never spell them directly.
 #if defined(__CUDACC__)
 #define MG_HD __host__ __device__
+#define MG_NVCC 1
 #else
 #define MG_HD
+#define MG_NVCC 0
 #endif
 
 // MG_INLINE forces inlining on the hot paths of the static engine. Without it clang stops

@@ -19,7 +19,6 @@
 #include <utility>
 #include <vector>
 
-#include <metagrad/detail/device.hpp>
 #include <metagrad/detail/storage.hpp>
 #include <metagrad/error.hpp>
 
@@ -54,16 +53,6 @@ struct tensor_impl {
 };
 
 using impl_ptr = std::shared_ptr<tensor_impl>;
-
-inline impl_ptr make_impl(const shape_t& shape, dtype d, device dev = device::cpu) {
-  for (auto e : shape)
-    if (e < 0) fail("tensor: negative extent in shape ", shape_string(shape));
-  auto t = std::make_shared<tensor_impl>();
-  t->store = allocate(numel_of(shape), d, dev);
-  t->shape = shape;
-  t->strides = contiguous_strides(shape);
-  return t;
-}
 
 // A new impl viewing the same elements, with no autograd information.
 inline impl_ptr alias_of(const tensor_impl& x) {

@@ -1,120 +1,35 @@
 // The nodes the runtime engine records: one template for every op struct (built-in or a
 // ctx-free custom op), and the grad accumulator of a leaf.
 //
-// Note [One formula]: an op_node's backward is the op struct's own `backward`, called with
-// mg::tensor arguments; so it runs tensor operations, which are themselves recorded when
-// create_graph is on. That is how higher derivatives work. The forward values are computed by
-// kernels that call the same struct's `forward` on elements (kernels.hpp).
+// Note [One formula]: an op_node's backward is the op struct's own `backward`, in one of two
+// ways:
+//   - create_graph off (the common case) and an elementwise op: ONE kernel on the output's device
+//     evaluates the struct's backward per element and writes every wanted input gradient
+//     (tensor_kernels.hpp); nothing is recorded.
+//   - otherwise: backward is called with mg::tensor arguments, so it runs the ops' public
+//     functions, which are recorded when create_graph is on. That is how higher derivatives work.
+// The values an op declared it does not save (its `saves`) reach backward as mg::not_saved in
+// both ways, so a backward that reads one does not compile.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include <metagrad/concepts.hpp>
 #include <metagrad/detail/graph.hpp>
-#include <metagrad/detail/tensor_core.hpp>
+#include <metagrad/detail/tensor_kernels.hpp>
+#include <metagrad/detail/type_name.hpp>
 #include <metagrad/grads.hpp>
-#include <metagrad/ops/elementwise.hpp>
-#include <metagrad/ops/shaped.hpp>
+#include <metagrad/ops/arithmetic.hpp>
+#include <metagrad/ops/conversion.hpp>
+#include <metagrad/ops/shape.hpp>
+#include <metagrad/tensor_class.hpp>
 
 namespace mg::detail {
-
-// Which arguments an op's backward reads, so the node saves only those (a tensor it does not
-// save is freed as soon as the user drops it). Unlisted ops, custom ones included, save all.
-// Note: a wrong entry here cannot give a wrong gradient: backward would receive an undefined
-// tensor and throw.
-template <class Op>
-struct saved_by {
-  static constexpr bool inputs = true, output = true;
-};
-template <class Op>
-struct saves_nothing {
-  static constexpr bool inputs = false, output = false;
-};
-struct saves_inputs {
-  static constexpr bool inputs = true, output = false;
-};
-struct saves_output {
-  static constexpr bool inputs = false, output = true;
-};
-template <>
-struct saved_by<add_op> : saves_nothing<add_op> {};
-template <>
-struct saved_by<sub_op> : saves_nothing<sub_op> {};
-template <>
-struct saved_by<neg_op> : saves_nothing<neg_op> {};
-template <>
-struct saved_by<mul_op> : saves_inputs {};
-template <>
-struct saved_by<exp_op> : saves_output {};
-template <>
-struct saved_by<tanh_op> : saves_output {};
-template <>
-struct saved_by<log_op> : saves_inputs {};
-template <>
-struct saved_by<sin_op> : saves_inputs {};
-template <>
-struct saved_by<cos_op> : saves_inputs {};
-template <>
-struct saved_by<pow_op> : saves_inputs {};
-template <>
-struct saved_by<sum_op> : saves_inputs {};
-template <>
-struct saved_by<sum_axis_op> : saves_inputs {};
-template <>
-struct saved_by<matmul_op> : saves_inputs {};
-
-// Runtime-only structural ops: their attributes carry the shapes backward needs.
-struct expand_op {
-  static constexpr const char* name = "expand";
-  shape_t from;
-  // d/dx expand(x) = sum back over the broadcast dimensions
-  tensor backward(const tensor&, const tensor&, const tensor& g) const { return sum_to(g, from); }
-};
-struct sum_to_op {
-  static constexpr const char* name = "sum_to";
-  shape_t from;
-  tensor backward(const tensor&, const tensor&, const tensor& g) const { return expand(g, from); }
-};
-struct unsqueeze_op {
-  static constexpr const char* name = "unsqueeze";
-  std::int64_t axis;
-  tensor backward(const tensor&, const tensor&, const tensor& g) const { return sum(g, axis); }
-};
-struct transpose_op {
-  static constexpr const char* name = "transpose";
-  tensor backward(const tensor&, const tensor&, const tensor& g) const { return transpose(g); }
-};
-struct to_op {
-  static constexpr const char* name = "to";
-  mg::dtype from;
-  tensor backward(const tensor&, const tensor&, const tensor& g) const { return g.to(from); }
-};
-struct to_device_op {
-  static constexpr const char* name = "to_device";
-  mg::device from;
-  tensor backward(const tensor&, const tensor&, const tensor& g) const { return g.to(from); }
-};
-struct copy_op {
-  static constexpr const char* name = "contiguous";
-  tensor backward(const tensor&, const tensor&, const tensor& g) const { return g; }
-};
-template <>
-struct saved_by<expand_op> : saves_nothing<expand_op> {};
-template <>
-struct saved_by<sum_to_op> : saves_nothing<sum_to_op> {};
-template <>
-struct saved_by<unsqueeze_op> : saves_nothing<unsqueeze_op> {};
-template <>
-struct saved_by<transpose_op> : saves_nothing<transpose_op> {};
-template <>
-struct saved_by<to_op> : saves_nothing<to_op> {};
-template <>
-struct saved_by<to_device_op> : saves_nothing<to_device_op> {};
-template <>
-struct saved_by<copy_op> : saves_nothing<copy_op> {};
 
 struct input_meta {
   shape_t shape;
@@ -131,7 +46,7 @@ inline impl_ptr fit_gradient(const tensor& g, const input_meta& m, const char* o
       fail(op, ": backward returned a gradient of shape ", shape_string(r.shape()), " for input ",
            i, " of shape ", shape_string(m.shape),
            "; return one gradient per input, in the input's shape (or broadcastable from it)");
-    r = sum_to(r, m.shape);
+    r = mg::sum_to(r, m.shape);
   }
   if (r.dtype() != m.dtype) r = r.to(m.dtype);
   return r.impl();
@@ -141,17 +56,22 @@ inline impl_ptr fit_gradient(const tensor& g, const input_meta& m, const char* o
 // requires grad), or null.
 std::shared_ptr<graph_node> gradient_edge(const impl_ptr& t);
 
-template <class T>
-inline constexpr bool is_grads_tuple = false;
-template <class... Ts>
-inline constexpr bool is_grads_tuple<grads<Ts...>> = true;
-
+// Component k of a backward result as a tensor (undefined for mg::no_grad).
 template <std::size_t k, class R>
-tensor gradient_component(R&& r) {
-  if constexpr (is_grads_tuple<std::remove_cvref_t<R>>) {
-    return tensor(get<k>(std::forward<R>(r)));
+tensor gradient_component(const R& r) {
+  if constexpr (std::is_same_v<component_t<k, R>, no_grad>) {
+    return tensor{};
   } else {
-    return tensor(std::forward<R>(r));
+    return tensor(component<k>(r));
+  }
+}
+
+template <bool Saved>
+auto saved_arg(const tensor& t) {
+  if constexpr (Saved) {
+    return t;
+  } else {
+    return not_saved{};
   }
 }
 
@@ -164,17 +84,35 @@ struct op_node final : graph_node {
   const char* name() const override { return op_name<Op>(); }
 
   std::vector<impl_ptr> apply(impl_ptr grad) override {
-    constexpr bool ins = saved_by<Op>::inputs, out = saved_by<Op>::output;
-    auto unpack = [this](std::size_t i) { return tensor(saved[i].unpack(name())); };
+    constexpr bool ins = saves_inputs_v<Op>, out = saves_output_v<Op>;
+    std::array<tensor, N> x;
+    if constexpr (ins)
+      for (std::size_t i = 0; i < N; ++i) x[i] = tensor(saved[i].unpack(name()));
+    tensor y;
+    if constexpr (out) y = tensor(saved[ins ? N : 0].unpack(name()));
     const tensor g(std::move(grad));
-    const tensor y = out ? unpack(ins ? N : 0) : tensor{};
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      auto r = op.backward((ins ? unpack(I) : tensor{})..., y, g);
-      return std::vector<impl_ptr>{
-          (next[I] ? fit_gradient(gradient_component<I>(std::move(r)), meta[I], name(), I)
-                   : nullptr)...};
+    std::vector<impl_ptr> r(N);
+    if constexpr (is_elementwise<Op>()) {
+      if (!grad_mode()) {  // Note [One formula]: one kernel
+        std::array<const tensor_impl*, N> in{};
+        std::array<bool, N> wanted{};
+        for (std::size_t i = 0; i < N; ++i) {
+          in[i] = x[i].impl().get();
+          wanted[i] = next[i] != nullptr;
+        }
+        auto gs = elementwise_backward_kernel(op, in, y.impl().get(), *g.impl(), wanted);
+        for (std::size_t i = 0; i < N; ++i)
+          if (gs[i]) r[i] = fit_gradient(tensor(std::move(gs[i])), meta[i], name(), i);
+        return r;
+      }
+    }
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      const auto b = op.backward(saved_arg<ins>(x[I])..., saved_arg<out>(y), g);
+      ((r[I] = next[I] ? fit_gradient(gradient_component<I>(b), meta[I], name(), I) : nullptr),
+       ...);
     }
     (std::make_index_sequence<N>{});
+    return r;
   }
 };
 
@@ -212,19 +150,23 @@ inline std::shared_ptr<graph_node> gradient_edge(const impl_ptr& t) {
   return acc;
 }
 
-// Records `out = op(in...)` when grad mode is on and an input requires grad. out must be a fresh
-// tensor (no grad_fn yet).
+// Records `out = op(in...)` when grad mode is on, the op is differentiable and an input requires
+// grad. out must be a fresh tensor (no grad_fn yet).
 template <class Op, class... T>
 tensor record(const Op& op, tensor out, const T&... in) {
-  if (!grad_mode() || !(in.requires_grad() || ...)) return out;
-  constexpr std::size_t N = sizeof...(T);
-  auto n = std::make_shared<op_node<Op, N>>(op);
-  n->next = {gradient_edge(in.impl())...};
-  n->meta = {input_meta{in.shape(), in.dtype()}...};
-  if constexpr (saved_by<Op>::inputs) (n->saved.emplace_back(in.impl(), false, n), ...);
-  out.impl()->grad_fn = n;
-  if constexpr (saved_by<Op>::output) n->saved.emplace_back(out.impl(), true, n);
-  return out;
+  if constexpr (!is_differentiable<Op>()) {
+    return out;
+  } else {
+    if (!grad_mode() || !(in.requires_grad() || ...)) return out;
+    constexpr std::size_t N = sizeof...(T);
+    auto n = std::make_shared<op_node<Op, N>>(op);
+    n->next = {gradient_edge(in.impl())...};
+    n->meta = {input_meta{in.shape(), in.dtype()}...};
+    if constexpr (saves_inputs_v<Op>) (n->saved.emplace_back(in.impl(), false, n), ...);
+    out.impl()->grad_fn = n;
+    if constexpr (saves_output_v<Op>) n->saved.emplace_back(out.impl(), true, n);
+    return out;
+  }
 }
 
 }  // namespace mg::detail

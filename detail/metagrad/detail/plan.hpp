@@ -15,7 +15,8 @@
 #include <utility>
 
 #include <metagrad/detail/config.hpp>
-#include <metagrad/detail/expr.hpp>
+#include <metagrad/detail/tuple.hpp>
+#include <metagrad/expr.hpp>
 
 namespace mg::detail {
 
@@ -102,7 +103,7 @@ MG_HD MG_INLINE constexpr const auto& occurrence(const E& e) {
   if constexpr (o + 1 == tree_info<E>::count) {
     return e;
   } else {
-    return occurrence<o - child_start<E, o>>(grads_get<child_holding<E, o>>(e.args));
+    return occurrence<o - child_start<E, o>>(at<child_holding<E, o>>(e.args));
   }
 }
 

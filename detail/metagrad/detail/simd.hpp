@@ -12,6 +12,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include <metagrad/detail/config.hpp>
+#include <metagrad/detail/dispatch.hpp>
 
 namespace mg::detail {
 
@@ -102,6 +103,7 @@ MG_INLINE xsimd::batch<T, A> inline_trig(const xsimd::batch<T, A>& x) {
 
 template <class T>
 struct pack {
+  using mg_family = element_family;
   using batch = xsimd::batch<T>;
   static constexpr std::size_t size = batch::size;
   batch v;

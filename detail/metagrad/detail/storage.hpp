@@ -1,9 +1,8 @@
-// Element types, devices and the storage behind mg::tensor.
+// Element types and the storage behind mg::tensor.
 //
 // Note [Storage interface]: a storage is a block of bytes (data, nbytes) of one dtype on one
-// device, with a release function chosen by whoever allocated it and a version counter. A device
-// backend (<metagrad/cuda.hpp>) allocates differently by providing its own release function; the
-// rest of the runtime engine only reads these five fields. allocate() is in device.hpp.
+// device, with a release function chosen by the backend that allocated it and a version counter.
+// The rest of the runtime engine only reads these fields; allocate() is in backend.hpp.
 //
 // Note [Version counter]: every in-place write bumps `version`. Views share the storage and so
 // share the counter; saving a tensor for backward records the version, and unpacking it checks
@@ -12,31 +11,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <new>
-#include <string>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include <metagrad/detail/broadcast.hpp>
 #include <metagrad/error.hpp>
-
-namespace mg {
-
-/// The element type of an `mg::tensor`. `f32` and `f64` are implemented; `i64` and `b8` (bool)
-/// are reserved for indices and masks.
-enum class dtype : std::uint8_t { f32, f64, i64, b8 };
-inline constexpr dtype f32 = dtype::f32;
-inline constexpr dtype f64 = dtype::f64;
-
-/// Where a tensor's storage lives. `cuda` needs the Thrust backend (<metagrad/cuda.hpp>).
-enum class device : std::uint8_t { cpu, cuda };
-
-/// A tensor shape: one extent per dimension, outermost first (row-major).
-using shape_t = std::vector<std::int64_t>;
-
-}  // namespace mg
+#include <metagrad/types.hpp>
 
 namespace mg::detail {
 
@@ -67,6 +47,8 @@ constexpr std::size_t element_size(dtype d) {
   }
   return 0;
 }
+
+constexpr bool is_floating(dtype d) { return d == dtype::f32 || d == dtype::f64; }
 
 constexpr const char* device_name(device d) { return d == device::cpu ? "cpu" : "cuda"; }
 
@@ -104,34 +86,61 @@ struct storage {
   }
 };
 
-inline constexpr std::size_t cpu_alignment = 64;
-
-inline void check_dtype_implemented(dtype d, const char* op) {
-  if (d != dtype::f32 && d != dtype::f64)
-    fail(op, ": dtype ", dtype_name(d),
-         " is declared but not implemented yet; use mg::f32 or mg::f64");
-}
+// The C++ element type of each dtype (bool for b8).
+template <dtype D>
+struct element_of;
+template <>
+struct element_of<dtype::f32> {
+  using type = float;
+};
+template <>
+struct element_of<dtype::f64> {
+  using type = double;
+};
+template <>
+struct element_of<dtype::i64> {
+  using type = std::int64_t;
+};
+template <>
+struct element_of<dtype::b8> {
+  using type = bool;
+};
 
 // Calls f(std::type_identity<T>{}) with the C++ element type of d.
 template <class F>
 decltype(auto) dispatch(dtype d, F&& f) {
   switch (d) {
-    case dtype::f32:
-      return std::forward<F>(f)(std::type_identity<float>{});
     case dtype::f64:
       return std::forward<F>(f)(std::type_identity<double>{});
+    case dtype::i64:
+      return std::forward<F>(f)(std::type_identity<std::int64_t>{});
+    case dtype::b8:
+      return std::forward<F>(f)(std::type_identity<bool>{});
     default:
-      break;
+      return std::forward<F>(f)(std::type_identity<float>{});
   }
-  check_dtype_implemented(d, "kernel");
-  return std::forward<F>(f)(std::type_identity<double>{});  // unreachable
+}
+
+// Like dispatch, for computations defined on floating-point elements only.
+template <class F>
+decltype(auto) dispatch_floating(dtype d, F&& f) {
+  if (d == dtype::f64) return std::forward<F>(f)(std::type_identity<double>{});
+  return std::forward<F>(f)(std::type_identity<float>{});
 }
 
 template <class T>
 constexpr dtype dtype_of() {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "metagrad: mg::tensor holds float (mg::f32) or double (mg::f64) elements");
-  return std::is_same_v<T, float> ? dtype::f32 : dtype::f64;
+  if constexpr (std::is_same_v<T, float>) {
+    return dtype::f32;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return dtype::f64;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return dtype::b8;
+  } else {
+    static_assert(std::is_integral_v<T>,
+                  "metagrad: mg::tensor holds float, double, std::int64_t or bool elements");
+    return dtype::i64;
+  }
 }
 
 }  // namespace mg::detail

@@ -15,7 +15,9 @@
 #include <utility>
 
 #include <metagrad/detail/config.hpp>
+#include <metagrad/detail/dispatch.hpp>
 #include <metagrad/detail/plan.hpp>
+#include <metagrad/grads.hpp>
 
 namespace mg::detail {
 
@@ -36,22 +38,6 @@ struct plain_policy {
 };
 
 struct no_value {};
-
-template <class T>
-inline constexpr bool is_grads_v = false;
-template <class... Ts>
-inline constexpr bool is_grads_v<grads<Ts...>> = true;
-
-// Component k of a backward result; a one-input op returns its gradient bare.
-template <std::size_t k, class B>
-MG_HD MG_INLINE constexpr const auto& component(const B& b) {
-  if constexpr (is_grads_v<B>) {
-    return get<k>(b);
-  } else {
-    static_assert(k == 0, "metagrad: a backward with one gradient belongs to a one-input op");
-    return b;
-  }
-}
 
 template <class T>
 inline constexpr bool is_var_v = false;
@@ -80,7 +66,7 @@ struct sweep_types {
   struct val;
   template <std::size_t s, std::size_t I>
   struct val<s, var<I>> {
-    using type = std::remove_cvref_t<decltype(grads_get<I>(std::declval<const Args&>()))>;
+    using type = std::remove_cvref_t<decltype(at<I>(std::declval<const Args&>()))>;
   };
   template <std::size_t s, class T>
   struct val<s, cst<T>> {
@@ -90,8 +76,8 @@ struct sweep_types {
   struct val<s, node<Op, A...>> {
     template <std::size_t... j>
     static auto f(std::index_sequence<j...>)
-        -> decltype(Policy::template keep<Op>(std::declval<const Op&>().forward(
-            std::declval<const typename val<d.child[s][j]>::type&>()...)));
+        -> decltype(Policy::template keep<Op>(call(
+            std::declval<const Op&>(), std::declval<const typename val<d.child[s][j]>::type&>()...)));
     using type = std::remove_cvref_t<decltype(f(std::index_sequence_for<A...>{}))>;
   };
   template <std::size_t s>
@@ -165,11 +151,11 @@ class sweep {
   MG_HD MG_INLINE constexpr const auto& value() const {
     using X = typename T::template expr_of<s>;
     if constexpr (is_var_v<X>) {
-      return grads_get<var_index_v<X>>(args_);
+      return at<var_index_v<X>>(args_);
     } else if constexpr (is_cst_v<X>) {
       return occurrence<plan_v<E>.rep[s]>(e_).value;
     } else {
-      return grads_get<s>(vals_);
+      return at<s>(vals_);
     }
   }
   MG_HD MG_INLINE constexpr const auto& result() const { return value<N - 1>(); }
@@ -193,7 +179,7 @@ class sweep {
       return [&]<std::size_t... u>(std::index_sequence<u...>) {
         return (
             Policy::reduce_like(component<plan_v<E>.use_k[plan_v<E>.use_begin[s] + u]>(
-                                    grads_get<plan_v<E>.use_p[plan_v<E>.use_begin[s] + u]>(bwds_)),
+                                    at<plan_v<E>.use_p[plan_v<E>.use_begin[s] + u]>(bwds_)),
                                 value<s>()) +
             ...);
       }
@@ -217,9 +203,9 @@ class sweep {
   MG_HD MG_INLINE constexpr void compute() {
     if constexpr (plan_v<E>.nchild[s] > 0) {
       const auto& n = occurrence<plan_v<E>.rep[s]>(e_);
-      grads_get<s>(vals_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
+      at<s>(vals_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
         using Op = std::remove_cvref_t<decltype(n.op)>;
-        return Policy::template keep<Op>(n.op.forward(value<plan_v<E>.child[s][j]>()...));
+        return Policy::template keep<Op>(call(n.op, value<plan_v<E>.child[s][j]>()...));
       }
       (std::make_index_sequence<plan_v<E>.nchild[s]>{});
     }
@@ -229,7 +215,7 @@ class sweep {
   MG_HD MG_INLINE constexpr void step(const Seed& seed) {
     if constexpr (plan_v<E>.nchild[p] > 0) {
       const auto& n = occurrence<plan_v<E>.rep[p]>(e_);
-      grads_get<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
+      at<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
         return Policy::keep_bwd(
             n.op.backward(value<plan_v<E>.child[p][j]>()..., value<p>(), adjoint<p>(seed)));
       }

@@ -16,11 +16,17 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xreducer.hpp>
 
+#include <metagrad/detail/backend.hpp>
 #include <metagrad/detail/broadcast.hpp>
+#include <metagrad/detail/cpu_backend.hpp>
+#include <metagrad/detail/dispatch.hpp>
 #include <metagrad/detail/gemm.hpp>
 #include <metagrad/detail/sweep.hpp>
+#include <metagrad/detail/type_name.hpp>
 #include <metagrad/error.hpp>
-#include <metagrad/ops/shaped.hpp>
+#include <metagrad/detail/algebra.hpp>
+#include <metagrad/grads.hpp>
+#include <metagrad/types.hpp>
 
 namespace mg::detail {
 
@@ -29,6 +35,13 @@ concept XtExpr = xt::is_xexpression<std::remove_cvref_t<T>>::value;
 
 template <class X>
 using xt_value_t = typename std::remove_cvref_t<X>::value_type;
+
+// xtensor arrays are evaluated by the ops' forward directly (detail::call).
+template <class T>
+requires XtExpr<T>
+struct family_of_impl<T> {
+  using type = array_family;
+};
 
 // An xtensor expression with strided memory behind it (containers, strided views): its elements
 // can be read in place, from data() + data_offset() along strides(), when layout() allows.
@@ -80,12 +93,41 @@ struct xt_gemm_operand {
   }
 };
 
+// The sum of x over the axes in `reduced` (a bit per axis), accumulated in double (Note
+// [Accurate sums] in cpu_backend.hpp), with extent 1 kept at the summed axes when keep_dims.
+template <class X>
+auto xt_sum(const X& x, std::uint32_t reduced) {
+  using T = std::remove_cv_t<xt_value_t<X>>;
+  const xt::xarray<T> a = x;  // row-major and contiguous (no copy for an xarray argument)
+  std::vector<std::size_t> kept;
+  nd_space s;
+  check_rank(a.shape(), "sum");
+  s.rank = static_cast<int>(a.dimension());
+  nd_operand in;
+  in.data = const_cast<T*>(a.data());
+  std::int64_t stride = 1;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    s.extents[d] = static_cast<std::int64_t>(a.shape()[static_cast<std::size_t>(d)]);
+    in.strides[d] = stride;
+    stride *= s.extents[d];
+  }
+  s.numel = static_cast<std::int64_t>(a.size());
+  for (int d = 0; d < s.rank; ++d)
+    if (!((reduced >> d) & 1u)) kept.push_back(a.shape()[static_cast<std::size_t>(d)]);
+  xt::xarray<T> r = xt::xarray<T>::from_shape(kept);
+  if (a.size() == 0) {
+    r.fill(T(0));
+  } else {
+    cpu_sum(dtype_of<T>(), s, in, reduced, r.data());
+  }
+  return r;
+}
+
 template <class X>
 requires XtExpr<X>
 struct algebra_impl<X> {
   static auto sum(const auto& x) {
-    using T = xt_value_t<decltype(x)>;
-    return xt::xarray<T>(xt::sum(x));
+    return xt_sum(x, static_cast<std::uint32_t>((std::uint64_t{1} << x.dimension()) - 1));
   }
   static auto sum(const auto& x, std::ptrdiff_t axis) {
     using T = xt_value_t<decltype(x)>;
@@ -94,7 +136,7 @@ struct algebra_impl<X> {
       fail("sum: axis ", axis, " is out of range for shape ", shape_string(x.shape()),
            "; use an axis in [", -d, ", ", d - 1, "]");
     const std::size_t a = static_cast<std::size_t>(axis < 0 ? axis + d : axis);
-    return xt::xarray<T>(xt::sum(x, {a}));
+    return xt::xarray<T>(xt_sum(x, std::uint32_t{1} << a));
   }
   // axis counts in the result, which has one dimension more than g
   static auto unsqueeze(const auto& g, std::ptrdiff_t axis) {
@@ -102,10 +144,22 @@ struct algebra_impl<X> {
     const auto d = static_cast<std::ptrdiff_t>(g.dimension()) + 1;
     return xt::xarray<T>(xt::expand_dims(g, static_cast<std::size_t>(axis < 0 ? axis + d : axis)));
   }
-  static auto expand_as(const auto& g, const auto& x) {
-    using T = xt_value_t<decltype(g)>;
-    return xt::xarray<T>(xt::broadcast(g, x.shape()));
+  static auto broadcast(const auto& x, const shape_t& shape) {
+    using T = xt_value_t<decltype(x)>;
+    const std::vector<std::size_t> s(shape.begin(), shape.end());
+    try {
+      return xt::xarray<T>(xt::broadcast(x, s));
+    } catch (const xt::broadcast_error&) {
+      fail("expand: an array of shape ", shape_string(x.shape()), " cannot be expanded to shape ",
+           shape_string(shape), " (numpy rules: trailing dimensions must be equal or 1)");
+    }
   }
+  static auto sum_to(const auto& x, const shape_t& shape) {
+    using T = xt_value_t<decltype(x)>;
+    const std::vector<std::size_t> s(shape.begin(), shape.end());
+    return xt::xarray<T>(reduce_to_shape(x, s));
+  }
+  static shape_t shape(const auto& x) { return shape_t(x.shape().begin(), x.shape().end()); }
   // A view (no copy): it only ever feeds matmul, which hands it to BLAS as a transposed
   // operand. The view refers to x, which outlives the backward expression that uses it.
   static auto transpose(const auto& x) { return xt::transpose(x); }
@@ -131,37 +185,48 @@ struct algebra_impl<X> {
   }
 };
 
-// Sums a gradient g (in an op's output shape) back to the shape of the input x it belongs to:
-// over the leading axes x lacks and over the axes where x has extent 1 (numpy broadcasting).
+// Sums an array g back to shape xs: over the leading axes xs lacks and over the axes where xs
+// has extent 1 (numpy broadcasting), accurately (xt_sum).
+template <class G>
+auto reduce_to_shape(const G& g, const std::vector<std::size_t>& xs) {
+  using T = std::remove_cv_t<xt_value_t<G>>;
+  const auto& gs = g.shape();
+  if (gs.size() == xs.size() && std::equal(gs.begin(), gs.end(), xs.begin()))
+    return xt::xarray<T>(g);
+  if (gs.size() < xs.size())
+    fail("sum_to: an array of shape ", shape_string(gs), " cannot be summed to shape ",
+         shape_string(xs), " (the target must broadcast to the source)");
+  const std::size_t lead = gs.size() - xs.size();
+  std::uint32_t reduced = 0;
+  for (std::size_t i = 0; i < gs.size(); ++i)
+    if (i < lead || (xs[i - lead] == 1 && gs[i] != 1)) reduced |= 1u << i;
+  xt::xarray<T> r = xt_sum(g, reduced);
+  r.reshape(xs);
+  return r;
+}
+
+// Sums a gradient g (in an op's output shape) back to the shape of the input x it belongs to.
 template <class G, class X>
 auto reduce_to_shape_of(const G& g, const X& x) {
   if constexpr (std::is_arithmetic_v<X>) {
     if constexpr (std::is_arithmetic_v<G>) {
       return static_cast<X>(g);
     } else {
-      return static_cast<X>(xt::sum(g)());
+      return static_cast<X>(*xt_sum(g, static_cast<std::uint32_t>(
+                                           (std::uint64_t{1} << g.dimension()) - 1))
+                                  .begin());
     }
   } else {
     using T = xt_value_t<X>;
     if constexpr (std::is_arithmetic_v<G>) {
       return xt::xarray<T>(xt::broadcast(static_cast<T>(g), x.shape()));
     } else {
-      const auto& gs = g.shape();
-      const auto& xs = x.shape();
-      if (gs.size() == xs.size() && std::equal(gs.begin(), gs.end(), xs.begin()))
-        return xt::xarray<T>(g);
-      const std::size_t lead = gs.size() - xs.size();
-      std::vector<std::size_t> axes;
-      for (std::size_t i = 0; i < gs.size(); ++i)
-        if (i < lead || (xs[i - lead] == 1 && gs[i] != 1)) axes.push_back(i);
-      xt::xarray<T> r = xt::sum(g, axes);
-      r.reshape(std::vector<std::size_t>(xs.begin(), xs.end()));
-      return r;
+      return reduce_to_shape(g, std::vector<std::size_t>(x.shape().begin(), x.shape().end()));
     }
   }
 }
 
-struct void_op {
+struct backward_result {
   static constexpr const char* name = "backward";
 };
 
@@ -175,7 +240,7 @@ struct xt_policy {
       try {
         return xt::xarray<xt_value_t<X>>(std::forward<X>(x));
       } catch (const xt::broadcast_error& e) {
-        fail(Op::name, ": the operands' shapes do not broadcast (", e.what(),
+        fail(op_name<Op>(), ": the operands' shapes do not broadcast (", e.what(),
              "); make the shapes agree or give the smaller one extent 1 where they differ");
       }
     } else {
@@ -190,11 +255,11 @@ struct xt_policy {
   static auto keep_bwd(B&& b) {
     if constexpr (is_grads_v<std::remove_cvref_t<B>>) {
       return [&]<std::size_t... k>(std::index_sequence<k...>) {
-        return grads{keep<void_op>(get<k>(std::forward<B>(b)))...};
+        return grads{keep<backward_result>(get<k>(std::forward<B>(b)))...};
       }
       (std::make_index_sequence<std::remove_cvref_t<B>::size>{});
     } else {
-      return keep<void_op>(std::forward<B>(b));
+      return keep<backward_result>(std::forward<B>(b));
     }
   }
 };

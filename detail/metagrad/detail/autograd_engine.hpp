@@ -1,5 +1,5 @@
-// The backward engine: a topological traversal of the recorded graph with an explicit worklist,
-// never recursion (a chain of a million nodes runs on the default stack).
+// The backward engine (torch's autograd engine): a topological traversal of the recorded graph
+// with an explicit worklist, never recursion (a chain of a million nodes runs on the default stack).
 //
 // Note [Dependencies]: a first pass from the roots counts, for every reachable node, the edges
 // that point to it. A node runs once all of them have delivered their gradient (the sum of which
@@ -17,10 +17,11 @@
 #include <vector>
 
 #include <metagrad/detail/graph.hpp>
-#include <metagrad/detail/kernels.hpp>
 #include <metagrad/detail/nodes.hpp>
-#include <metagrad/detail/tensor_core.hpp>
-#include <metagrad/detail/tensor_ops.hpp>
+#include <metagrad/detail/runtime_ops.hpp>
+#include <metagrad/detail/tensor_kernels.hpp>
+#include <metagrad/ops/arithmetic.hpp>
+#include <metagrad/tensor_class.hpp>
 
 namespace mg::detail {
 
@@ -178,46 +179,3 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
 
 }  // namespace mg::detail
 
-namespace mg {
-
-inline void tensor::backward(const tensor& grad, const backward_options& options) const {
-  detail::backward_call c{"backward"};
-  c.create_graph = options.create_graph;
-  c.keep_graph = options.retain_graph.value_or(options.create_graph);
-  detail::run_backward({*this}, {grad}, options.inputs, c);
-}
-
-inline tensor& tensor::requires_grad_(bool on) {
-  auto& t = const_cast<detail::tensor_impl&>(checked("requires_grad_"));
-  if (t.grad_fn && !on)
-    detail::fail("requires_grad_: a non-leaf tensor (computed by ", t.grad_fn->name(),
-                 ") cannot stop requiring grad; use detach() instead");
-  if (!t.grad_fn) t.requires_grad = on;
-  return *this;
-}
-
-inline void tensor::set_grad(const tensor& g) {
-  auto& t = const_cast<detail::tensor_impl&>(checked("set_grad"));
-  if (g.defined() && g.shape() != t.shape)
-    detail::fail("set_grad: a gradient of shape ", detail::shape_string(g.shape()),
-                 " for a tensor of shape ", detail::shape_string(t.shape), "; shapes must match");
-  t.grad = g.impl();
-}
-
-inline bool tensor::retains_grad() const {
-  const auto& t = checked("retains_grad");
-  if (!t.grad_fn) return false;
-  for (const auto& w : t.grad_fn->retained)
-    if (w.lock().get() == &t) return true;
-  return false;
-}
-
-inline void tensor::retain_grad() const {
-  const auto& t = checked("retain_grad");
-  if (!detail::requires_grad(t))
-    detail::fail("retain_grad: the tensor (shape ", detail::shape_string(t.shape),
-                 ") does not require grad, so it has no gradient to retain");
-  if (t.grad_fn && !retains_grad()) t.grad_fn->retained.push_back(impl_);
-}
-
-}  // namespace mg

@@ -1,5 +1,5 @@
-// The device side of the Thrust backend: which arguments it takes, and the functors that run the
-// static engine on the element values of one index.
+// The device side of the Thrust transforms (transforms.hpp): which arguments they take, and the
+// functors that run the static engine on the element values of one index.
 //
 // A function is traced once, on the host, into its expression object E (mg::detail::trace). E
 // holds only the constants and op attributes of the function (the 1 in `1 + x*x`, the exponent
@@ -158,7 +158,7 @@ struct grad_kernel<WithValue, Out, E, std::index_sequence<I...>, A...> {
   // the gradient of argument J in its type, or zero when f does not use it
   template <std::size_t J, class S, class Seed, class Args>
   MG_HD MG_INLINE static auto gradient(const S& s, const Seed& seed, const Args& a) {
-    using AJ = std::remove_cvref_t<decltype(mg::detail::grads_get<J>(a))>;
+    using AJ = std::remove_cvref_t<decltype(mg::detail::at<J>(a))>;
     return static_cast<AJ>(s.template gradient<J>(seed, AJ(0)));
   }
 };

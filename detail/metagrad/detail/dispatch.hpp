@@ -1,0 +1,118 @@
+// The one generic dispatch behind every op's public function: `mg::exp(x)`, `a + b`,
+// `mg::atan2(t, 1.0)` all become detail::call(op, args...), which picks the evaluator from the
+// arguments' family:
+//   - numbers, SIMD packs (element values) and xtensor arrays: op.forward(args...), inline;
+//   - static-engine expressions: a node<Op, Args...> (<metagrad/expr.hpp>);
+//   - mg::tensor: a recorded runtime operation (<metagrad/tensor.hpp>).
+// Numbers mix with any family (a constant, a 0-d tensor of the other operand's dtype); two other
+// families do not mix. A class joins a family by naming it: `using mg_family = ...;`. The
+// families' implementations are found by argument-dependent lookup of apply_in(family, op,
+// args...) where the call is instantiated, so this header knows no family and no op.
+#pragma once
+
+#include <type_traits>
+
+#include <metagrad/detail/config.hpp>
+
+namespace mg::detail {
+
+struct number_family {};
+struct element_family {};  // SIMD packs
+struct array_family {};    // xtensor arrays (the static engine's general path)
+struct expr_family {};
+struct tensor_family {};
+
+template <class T>
+struct family_of_impl {
+  using type = void;
+};
+template <class T>
+requires std::is_arithmetic_v<T>
+struct family_of_impl<T> {
+  using type = number_family;
+};
+template <class T>
+requires requires { typename T::mg_family; }
+struct family_of_impl<T> {
+  using type = typename T::mg_family;
+};
+template <class T>
+using family_of_t = typename family_of_impl<std::remove_cvref_t<T>>::type;
+
+template <class A, class B>
+struct join2 {
+  using type = void;
+};
+template <class A>
+struct join2<A, A> {
+  using type = A;
+};
+template <class A>
+struct join2<number_family, A> {
+  using type = A;
+};
+template <class A>
+struct join2<A, number_family> {
+  using type = A;
+};
+template <>
+struct join2<number_family, number_family> {
+  using type = number_family;
+};
+template <class B>
+struct join2<void, B> {
+  using type = void;
+};
+template <class A>
+struct join2<A, void> {
+  using type = void;
+};
+template <>
+struct join2<void, void> {
+  using type = void;
+};
+template <>
+struct join2<void, number_family> {
+  using type = void;
+};
+template <>
+struct join2<number_family, void> {
+  using type = void;
+};
+
+template <class... F>
+struct join;
+template <class F>
+struct join<F> {
+  using type = F;
+};
+template <class F, class G, class... R>
+struct join<F, G, R...> {
+  using type = typename join<typename join2<F, G>::type, R...>::type;
+};
+template <class... X>
+using family_t = typename join<family_of_t<X>...>::type;
+
+/// Arguments an op's public function accepts: each of a metagrad family, and the families agree.
+template <class... X>
+concept Operands = (!std::is_void_v<family_of_t<X>> && ...) && !std::is_void_v<family_t<X...>>;
+
+/// Operands of an operator (+, -, *, /, comparisons) defined by metagrad: at least one is an
+/// expression or a tensor (numbers and packs have their own operators).
+template <class... X>
+concept OperatorOperands =
+    Operands<X...> &&
+    (std::is_same_v<family_t<X...>, expr_family> || std::is_same_v<family_t<X...>, tensor_family>);
+
+// Applies op to args in the evaluator of their family. See the comment at the top.
+template <class Op, class... X>
+MG_HD MG_INLINE constexpr auto call(const Op& op, const X&... x) {
+  using F = family_t<X...>;
+  if constexpr (std::is_same_v<F, expr_family> || std::is_same_v<F, tensor_family>) {
+    return apply_in(F{}, op, x...);
+  } else {
+    return op.forward(x...);
+  }
+}
+
+}  // namespace mg::detail

@@ -1,0 +1,216 @@
+// The tensor family of detail::call: how the runtime engine applies any op struct to mg::tensor.
+//   - An elementwise op: operands are checked (defined, one device, floating dtypes), promoted
+//     to a common dtype (recorded conversions), broadcast; ONE kernel from the op struct
+//     computes the value on their device (tensor_kernels.hpp), and a node is recorded.
+//   - Any other op: its forward runs on tensors against algebra<tensor> (kernels and views; it
+//     records nothing), and a node is recorded whose backward is the struct's (nodes.hpp).
+// A C++ number among the operands becomes a 0-d tensor of the first tensor's dtype and device
+// (numbers do not promote, as in torch).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include <metagrad/concepts.hpp>
+#include <metagrad/detail/algebra.hpp>
+#include <metagrad/detail/blas.hpp>
+#include <metagrad/detail/broadcast.hpp>
+#include <metagrad/detail/dispatch.hpp>
+#include <metagrad/detail/element_kernels.hpp>
+#include <metagrad/detail/graph.hpp>
+#include <metagrad/detail/nodes.hpp>
+#include <metagrad/detail/tensor_kernels.hpp>
+#include <metagrad/detail/type_name.hpp>
+#include <metagrad/error.hpp>
+#include <metagrad/tensor_class.hpp>
+
+namespace mg::detail {
+
+inline const tensor_impl& operand(const tensor& t, const char* op) {
+  if (!t.defined())
+    fail(op, ": an operand is an undefined tensor (default-constructed, or an unused gradient)");
+  return *t.impl();
+}
+
+template <class X>
+tensor as_tensor(const X& x, const tensor& like) {
+  if constexpr (std::is_same_v<X, tensor>) {
+    return x;
+  } else {
+    return tensor(fill_kernel({}, static_cast<double>(x), like.dtype(), like.device()));
+  }
+}
+
+template <class X, class... R>
+const tensor& first_tensor(const X& x, const R&... r) {
+  if constexpr (std::is_same_v<X, tensor>) {
+    return x;
+  } else {
+    return first_tensor(r...);
+  }
+}
+
+template <class Op, class... T>
+tensor elementwise_apply(const Op& op, const T&... t) {
+  constexpr std::size_t N = sizeof...(T);
+  const char* name = op_name<Op>();
+  const std::array<const tensor_impl*, N> in0{&operand(t, name)...};
+  dtype d = dtype::f32;
+  for (std::size_t k = 0; k < N; ++k) {
+    if (k > 0) check_same_device(*in0[0], *in0[k], name);
+    if (!is_floating(in0[k]->dtype()))
+      fail(name, ": operand ", k, " has dtype ", dtype_name(in0[k]->dtype()), " (shape ",
+           shape_string(in0[k]->shape), "); ", name,
+           " computes on f32 or f64: convert it with .to(mg::f32)");
+    if (in0[k]->dtype() == dtype::f64) d = dtype::f64;
+  }
+  const std::array<tensor, N> c{t.to(d)...};  // recorded: gradients come back in each dtype
+  shape_t shape = c[0].shape();
+  for (std::size_t k = 1; k < N; ++k) shape = broadcast_extents(shape, c[k].shape(), name);
+  const dtype result = dispatch_floating(
+      d, [&]<class V>(std::type_identity<V>) { return dtype_of<forward_result_t<Op, V>>(); });
+  return [&]<std::size_t... k>(std::index_sequence<k...>) {
+    tensor out(elementwise_kernel(op, std::array<const tensor_impl*, N>{c[k].impl().get()...},
+                                  shape, d, result));
+    return record(op, std::move(out), c[k]...);
+  }
+  (std::make_index_sequence<N>{});
+}
+
+template <class Op, class... T>
+tensor shaped_apply(const Op& op, const T&... t) {
+  (operand(t, op_name<Op>()), ...);
+  tensor out;
+  {
+    grad_mode_guard off(false);
+    out = tensor(op.forward(t...));
+  }
+  if constexpr (sizeof...(T) == 1) {
+    const tensor& x = first_tensor(t...);
+    if (out.impl() == x.impl()) return x;  // the identity (expand to its own shape...): no node
+  }
+  return record(op, std::move(out), t...);
+}
+
+// The tensor family of detail::call (see the comment at the top).
+template <class Op, class... X>
+tensor apply_in(tensor_family, const Op& op, const X&... x) {
+  const tensor& like = first_tensor(x...);
+  operand(like, op_name<Op>());
+  if constexpr (is_elementwise<Op>()) {
+    return elementwise_apply(op, as_tensor(x, like)...);
+  } else {
+    return shaped_apply(op, as_tensor(x, like)...);
+  }
+}
+
+inline std::size_t normalize_axis(std::int64_t axis, std::size_t rank, const char* op,
+                                  const shape_t& shape) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r)
+    fail(op, ": axis ", axis, " is out of range for a tensor of shape ", shape_string(shape),
+         " (valid: ", -r, " to ", r - 1, ")");
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+// A view of x with other shape/strides, sharing its storage (and version counter).
+inline tensor view_of(const tensor_impl& x, shape_t shape, shape_t strides) {
+  auto v = alias_of(x);
+  v->shape = std::move(shape);
+  v->strides = std::move(strides);
+  return tensor(std::move(v));
+}
+
+// The array functions of the non-elementwise ops' forwards, on tensors (algebra.hpp): kernels
+// and views, never recorded.
+template <>
+struct algebra_impl<tensor> {
+  static tensor sum(const tensor& x) {
+    const auto& xi = *x.impl();
+    check_rank(xi.shape, "sum");
+    return tensor(sum_kernel(xi, (std::uint32_t{1} << xi.shape.size()) - 1, {}));
+  }
+  static tensor sum(const tensor& x, std::ptrdiff_t axis) {
+    const auto& xi = *x.impl();
+    const std::size_t a = normalize_axis(axis, xi.shape.size(), "sum_axis", xi.shape);
+    shape_t shape = xi.shape;
+    shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(a));
+    return tensor(sum_kernel(xi, std::uint32_t{1} << a, shape));
+  }
+  static tensor unsqueeze(const tensor& x, std::ptrdiff_t axis) {
+    const auto& xi = *x.impl();
+    const std::size_t a = normalize_axis(axis, xi.shape.size() + 1, "unsqueeze", xi.shape);
+    shape_t shape = xi.shape, strides = xi.strides;
+    const std::int64_t st = a < xi.shape.size() ? xi.strides[a] * xi.shape[a] : 1;
+    shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(a), 1);
+    strides.insert(strides.begin() + static_cast<std::ptrdiff_t>(a), st);
+    return view_of(xi, std::move(shape), std::move(strides));
+  }
+  static tensor broadcast(const tensor& x, const shape_t& shape) {
+    const auto& xi = *x.impl();
+    if (xi.shape == shape) return x;
+    if (!broadcastable_to(xi.shape, shape))
+      fail("expand: a tensor of shape ", shape_string(xi.shape), " cannot be expanded to shape ",
+           shape_string(shape), " (numpy rules: trailing dimensions must be equal or 1)");
+    return view_of(xi, shape, broadcast_strides(xi, shape));
+  }
+  static tensor sum_to(const tensor& x, const shape_t& shape) {
+    const auto& xi = *x.impl();
+    if (xi.shape == shape) return x;
+    if (!broadcastable_to(shape, xi.shape))
+      fail("sum_to: a tensor of shape ", shape_string(xi.shape), " cannot be summed to shape ",
+           shape_string(shape), " (the target must broadcast to the source)");
+    return tensor(sum_to_kernel(xi, shape));
+  }
+  static tensor transpose(const tensor& x) {
+    const auto& xi = *x.impl();
+    if (xi.shape.size() < 2) return x;
+    shape_t shape = xi.shape, strides = xi.strides;
+    const std::size_t n = shape.size();
+    std::swap(shape[n - 1], shape[n - 2]);
+    std::swap(strides[n - 1], strides[n - 2]);
+    return view_of(xi, std::move(shape), std::move(strides));
+  }
+  static tensor matmul(const tensor& a, const tensor& b) {
+    const auto& ai = *a.impl();
+    const auto& bi = *b.impl();
+    check_same_device(ai, bi, "matmul");
+    if (ai.device() != device::cpu)
+      fail("matmul: the operands (shapes ", shape_string(ai.shape), " and ",
+           shape_string(bi.shape),
+           ") are on device cuda; matrix products on the device come with cuBLAS in a later "
+           "release: move them with .to(mg::device::cpu)");
+    if (ai.shape.size() != 2 || bi.shape.size() != 2)
+      fail("matmul: expected two 2-D tensors, got shapes ", shape_string(ai.shape), " and ",
+           shape_string(bi.shape),
+           "; matmul supports 2-D x 2-D only (use unsqueeze to turn a vector into a matrix)");
+    if (ai.shape[1] != bi.shape[0])
+      fail("matmul: shapes ", shape_string(ai.shape), " and ", shape_string(bi.shape),
+           " cannot be multiplied (inner dimensions ", ai.shape[1], " and ", bi.shape[0],
+           " differ); transpose an operand or fix the shapes so that (m,k) x (k,n)");
+    if (ai.dtype() != bi.dtype() || !is_floating(ai.dtype()))
+      fail("matmul: expected both operands of one floating dtype, got ", dtype_name(ai.dtype()),
+           " and ", dtype_name(bi.dtype()), "; convert one with .to(mg::",
+           dtype_name(ai.dtype() == dtype::f64 || bi.dtype() == dtype::f64 ? dtype::f64
+                                                                             : dtype::f32),
+           ")");
+    return tensor(matmul_kernel(ai, bi));
+  }
+  static shape_t shape(const tensor& x) { return x.shape(); }
+  static tensor to_dtype(const tensor& x, dtype d) {
+    const auto& xi = *x.impl();
+    return xi.dtype() == d ? x : tensor(copy_kernel(xi, d, xi.shape));
+  }
+  static tensor to_device(const tensor& x, device d) {
+    return tensor(transfer_kernel(*x.impl(), d));
+  }
+  static tensor contiguous(const tensor& x) {
+    const auto& xi = *x.impl();
+    return xi.is_contiguous() ? x : tensor(copy_kernel(xi, xi.dtype(), xi.shape));
+  }
+};
+
+}  // namespace mg::detail

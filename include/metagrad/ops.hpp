@@ -1,0 +1,22 @@
+// Every built-in op family, and the lists the device backends and the tests read.
+#pragma once
+
+#include <metagrad/ops/arithmetic.hpp>
+#include <metagrad/ops/conversion.hpp>
+#include <metagrad/ops/linalg.hpp>
+#include <metagrad/ops/list.hpp>
+#include <metagrad/ops/math.hpp>
+#include <metagrad/ops/reductions.hpp>
+#include <metagrad/ops/shape.hpp>
+
+namespace mg {
+
+/// The built-in elementwise ops: each has a forward kernel and a fused backward kernel on every
+/// backend.
+using elementwise_ops = op_list_concat<arithmetic_ops, math_ops>;
+
+/// Every built-in op.
+using builtin_ops =
+    op_list_concat<elementwise_ops, reduction_ops, shape_ops, linalg_ops, conversion_ops>;
+
+}  // namespace mg

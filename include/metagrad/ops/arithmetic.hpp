@@ -1,0 +1,97 @@
+// Arithmetic: + - * / and unary -, and pow with a number exponent. Each op is one struct,
+// evaluated unchanged by every engine and backend (see <metagrad/ops/math.hpp> for the
+// conventions), and one line that names it.
+#pragma once
+
+#include <metagrad/concepts.hpp>
+#include <metagrad/detail/config.hpp>
+#include <metagrad/detail/dispatch.hpp>
+#include <metagrad/detail/element_math.hpp>
+#include <metagrad/grads.hpp>
+#include <metagrad/ops/list.hpp>
+
+namespace mg {
+
+struct add_op {
+  static constexpr const char* name = "add";
+  static constexpr auto saves = saved::nothing;
+  MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a + b; }
+  // d/da (a+b) = 1, d/db (a+b) = 1
+  MG_HD static constexpr auto backward(const auto&, const auto&, const auto&, const auto& g) {
+    return grads{g, g};
+  }
+};
+template <class L, class R>
+requires detail::OperatorOperands<L, R>
+MG_HD constexpr auto operator+(const L& a, const R& b) { return detail::call(add_op{}, a, b); }
+
+struct sub_op {
+  static constexpr const char* name = "sub";
+  static constexpr auto saves = saved::nothing;
+  MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a - b; }
+  // d/da (a-b) = 1, d/db (a-b) = -1
+  MG_HD static constexpr auto backward(const auto&, const auto&, const auto&, const auto& g) {
+    return grads{g, -g};
+  }
+};
+template <class L, class R>
+requires detail::OperatorOperands<L, R>
+MG_HD constexpr auto operator-(const L& a, const R& b) { return detail::call(sub_op{}, a, b); }
+
+struct mul_op {
+  static constexpr const char* name = "mul";
+  static constexpr auto saves = saved::inputs;
+  MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a * b; }
+  // d/da (a*b) = b, d/db (a*b) = a
+  MG_HD static constexpr auto backward(const auto& a, const auto& b, const auto&, const auto& g) {
+    return grads{g * b, g * a};
+  }
+};
+template <class L, class R>
+requires detail::OperatorOperands<L, R>
+MG_HD constexpr auto operator*(const L& a, const R& b) { return detail::call(mul_op{}, a, b); }
+
+struct div_op {
+  static constexpr const char* name = "div";
+  static constexpr auto saves = saved::both;
+  MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a / b; }
+  // d/da (a/b) = 1/b, d/db (a/b) = -a/b^2 = -(1/b) * y
+  // (no named temporaries: on lazy array types a local would dangle once backward returns)
+  MG_HD static constexpr auto backward(const auto&, const auto& b, const auto& y, const auto& g) {
+    return grads{g / b, -(g / b * y)};
+  }
+};
+template <class L, class R>
+requires detail::OperatorOperands<L, R>
+MG_HD constexpr auto operator/(const L& a, const R& b) { return detail::call(div_op{}, a, b); }
+
+struct neg_op {
+  static constexpr const char* name = "neg";
+  static constexpr auto saves = saved::nothing;
+  MG_HD static constexpr auto forward(const auto& x) { return -x; }
+  // d/dx (-x) = -1
+  MG_HD static constexpr auto backward(const auto&, const auto&, const auto& g) { return -g; }
+};
+template <class X>
+requires detail::OperatorOperands<X>
+MG_HD constexpr auto operator-(const X& x) { return detail::call(neg_op{}, x); }
+
+/// x^p for a number exponent p (an attribute of the op, not an input). Integral exponents
+/// multiply; they never call std::pow.
+struct pow_op {
+  static constexpr const char* name = "pow";
+  static constexpr auto saves = saved::inputs;
+  double p;
+  MG_HD constexpr auto forward(const auto& x) const { return detail::power(x, p); }
+  // d/dx x^p = p * x^(p-1)
+  MG_HD constexpr auto backward(const auto& x, const auto&, const auto& g) const {
+    return g * (p * detail::power(x, p - 1));
+  }
+};
+template <class X, class P>
+requires detail::Operands<X> && std::is_arithmetic_v<P>
+MG_HD constexpr auto pow(const X& x, P p) { return detail::call(pow_op{static_cast<double>(p)}, x); }
+
+using arithmetic_ops = op_list<add_op, sub_op, mul_op, div_op, neg_op, pow_op>;
+
+}  // namespace mg

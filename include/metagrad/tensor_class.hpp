@@ -1,0 +1,168 @@
+// mg::tensor: the runtime engine's n-dimensional array, which records the operations applied to
+// it (torch.autograd semantics). The same generic callable runs on numbers, on static-engine
+// leaves and on mg::tensor:
+// ```cpp
+// auto f = [](auto x, auto y) { return (sin(x) * y + exp(x * y)) / (1 + x * x); };
+// mg::tensor x = mg::tensor(2.0).requires_grad_(), y = mg::tensor(3.0).requires_grad_();
+// f(x, y).backward();   // x.grad(), y.grad()
+// ```
+//
+// - **Construction.** `mg::tensor{{1., 2.}, {3., 4.}}` (f64 2x2; float elements give f32),
+//   `mg::tensor{1., 2.}` (1-D), `mg::tensor(3.0)` (0-d; note `mg::tensor{3.0}` is 1-D with one
+//   element), `mg::tensor(xt::xarray<double>{...})` (any xtensor expression of float or double),
+//   and the factories `zeros`, `ones`, `full`, `randn` with `{.dtype, .device, .requires_grad}`.
+// - **Reading.** `shape()`, `strides()`, `numel()`, `dim()`, `dtype()`, `device()`,
+//   `item<T>()` (one element), `to_xtensor<T>()` / `xt::xarray<T>(t)` (a copy).
+// - **Autograd.** `requires_grad()`, `requires_grad_()`, `grad()` (undefined until a backward
+//   reaches it; `defined()`), `set_grad()`, `grad_fn()` (null for leaves; `->name()` is the op,
+//   e.g. "mul"), `is_leaf()`, `detach()` (shares storage), `retain_grad()`,
+//   `backward(grad = {}, {.retain_graph, .create_graph, .inputs})`.
+// - **Operations**: the op families of <metagrad/ops.hpp> (free functions in namespace mg; binary
+//   ones broadcast with numpy rules and promote f32 with f64 to f64; a C++ number on either side
+//   keeps the tensor's dtype); `x.to(dtype)`, `x.to(device)` (recorded: gradients flow back to
+//   the source device), `x.contiguous()`; in place, outside the graph: `add_`, `mul_`.
+// - **Devices.** `mg::device::cuda` runs on the Thrust backend once a translation unit of the
+//   program includes <metagrad/cuda.hpp> (docs/runtime.md, Devices).
+//
+// Misuse throws mg::error naming the operation, the shapes and the fix.
+//
+// This header declares the class; <metagrad/tensor.hpp> brings in its operations.
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+#include <xtensor/xexpression.hpp>
+
+#include <metagrad/detail/dispatch.hpp>
+#include <metagrad/detail/graph.hpp>
+#include <metagrad/error.hpp>
+#include <metagrad/types.hpp>
+
+namespace mg {
+
+class tensor;
+using tensor_list = std::vector<tensor>;
+
+namespace autograd {
+/// A recorded operation of the runtime graph (`tensor::grad_fn()`): `name()`, `next_functions()`.
+using node = detail::graph_node;
+}  // namespace autograd
+
+/// Options of the tensor factories; an aggregate, used with designated initialisers:
+/// `mg::randn({3, 3}, {.dtype = mg::f64, .requires_grad = true})`. The default dtype is f32, as
+/// in torch.
+struct tensor_options {
+  mg::dtype dtype = mg::dtype::f32;
+  mg::device device = mg::device::cpu;
+  bool requires_grad = false;
+};
+
+/// Options of `tensor::backward`. `retain_graph` defaults to `create_graph`; `inputs`, when not
+/// empty, restricts accumulation into `.grad()` to those tensors.
+struct backward_options {
+  std::optional<bool> retain_graph{};
+  bool create_graph = false;
+  tensor_list inputs{};
+};
+
+class tensor {
+ public:
+  using mg_family = detail::tensor_family;
+
+  tensor() = default;
+  explicit tensor(detail::impl_ptr impl) : impl_(std::move(impl)) {}
+
+  template <std::floating_point T>
+  explicit tensor(T value);
+  template <std::floating_point T>
+  tensor(std::initializer_list<T> values);
+  template <std::floating_point T>
+  tensor(std::initializer_list<std::initializer_list<T>> values);
+  template <std::floating_point T>
+  tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values);
+  template <class E>
+  explicit tensor(const xt::xexpression<E>& e);
+
+  bool defined() const { return impl_ != nullptr; }
+  const shape_t& shape() const { return checked("shape").shape; }
+  const shape_t& strides() const { return checked("strides").strides; }
+  std::int64_t numel() const { return checked("numel").numel(); }
+  std::int64_t dim() const { return static_cast<std::int64_t>(checked("dim").shape.size()); }
+  mg::dtype dtype() const { return checked("dtype").dtype(); }
+  mg::device device() const { return checked("device").device(); }
+  bool is_contiguous() const { return checked("is_contiguous").is_contiguous(); }
+  std::uint64_t version() const { return checked("version").store->version; }
+
+  bool requires_grad() const { return impl_ && detail::requires_grad(*impl_); }
+  tensor& requires_grad_(bool on = true);
+  tensor grad() const { return tensor(checked("grad").grad); }
+  void set_grad(const tensor& g);
+  std::shared_ptr<autograd::node> grad_fn() const { return checked("grad_fn").grad_fn; }
+  bool is_leaf() const { return checked("is_leaf").grad_fn == nullptr; }
+  bool retains_grad() const;
+  void retain_grad() const;
+  tensor detach() const { return tensor(detail::alias_of(checked("detach"))); }
+
+  template <class T>
+  T item() const;
+  template <class T>
+  xt::xarray<T> to_xtensor() const;
+  template <class T>
+  explicit operator xt::xarray<T>() const {
+    return to_xtensor<T>();
+  }
+
+  tensor to(mg::dtype d) const;
+  tensor to(mg::device d) const;
+  tensor contiguous() const;
+  tensor sum() const;
+  tensor sum(std::int64_t axis) const;
+  tensor t() const;
+
+  tensor& add_(const tensor& other);
+  tensor& mul_(const tensor& other);
+
+  void backward(const tensor& grad = {}, const backward_options& options = {}) const;
+  void backward(const backward_options& options) const { backward(tensor{}, options); }
+
+  const detail::impl_ptr& impl() const { return impl_; }
+
+ private:
+  const detail::tensor_impl& checked(const char* what) const {
+    if (!impl_)
+      detail::fail(what,
+                   ": the tensor is undefined (default-constructed, or an unused gradient); "
+                   "check defined() first");
+    return *impl_;
+  }
+  detail::impl_ptr impl_;
+};
+
+namespace detail {
+// The tensor family of detail::call, defined in runtime_ops.hpp; declared here so that every
+// op's function finds it wherever it is instantiated.
+template <class Op, class... X>
+tensor apply_in(tensor_family, const Op& op, const X&... x);
+}  // namespace detail
+
+/// A tensor of `shape` filled with `value`: `mg::full({2, 3}, 0.5, {.dtype = mg::f64})`.
+tensor full(const shape_t& shape, double value, const tensor_options& options = {});
+/// Zeros: `mg::zeros({2, 3})` is f32; `mg::zeros({2, 3}, {.dtype = mg::f64})`.
+tensor zeros(const shape_t& shape, const tensor_options& options = {});
+/// Ones: `mg::ones({3}, {.requires_grad = true})`.
+tensor ones(const shape_t& shape, const tensor_options& options = {});
+/// Standard normal samples: `mg::randn({3, 3}, {.requires_grad = true})`.
+tensor randn(const shape_t& shape, const tensor_options& options = {});
+/// Seeds the generator of `mg::randn`: the same seed gives the same tensors.
+void manual_seed(std::uint64_t seed);
+
+}  // namespace mg
