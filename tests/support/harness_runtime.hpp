@@ -89,6 +89,7 @@ void check_runtime(const F& f, X... xs) {
 struct array_options {
   mg::dtype dtype = mg::f64;
   double lo = -1.0, hi = 1.0;  // inputs are uniform in [lo, hi]
+  std::vector<std::pair<double, double>> ranges{};  // per input, when given: [lo, hi] of each
   std::uint64_t seed = 7;
   bool second_order = true;
   mg::device device = mg::device::cpu;  // where the tensors live (cuda: the Thrust backend)
@@ -108,7 +109,10 @@ inline void check_arrays(const std::function<mg::tensor(const mg::tensor_list&)>
                          const std::vector<mg::shape_t>& shapes, const array_options& o = {}) {
   std::mt19937_64 gen(o.seed);
   std::vector<xt::xarray<double>> x0, v;
-  for (const auto& s : shapes) x0.push_back(uniform(s, o.lo, o.hi, gen));
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const auto [lo, hi] = i < o.ranges.size() ? o.ranges[i] : std::pair{o.lo, o.hi};
+    x0.push_back(uniform(shapes[i], lo, hi, gen));
+  }
   for (const auto& s : shapes) v.push_back(uniform(s, -1, 1, gen));
   const bool f32 = o.dtype == mg::f32;
   const double tol1 = f32 ? 2e-3 : 1e-6, tol2 = f32 ? 2e-2 : 1e-5;

@@ -8,7 +8,7 @@
 //   3. mg::cuda::vjp with a random cotangent g against g[i] times the CPU gradient, and
 //      vjp<I> of each single argument against the full vjp;
 //   4. in float64, a central finite difference of f at a few indices against the gradients.
-// An argument is mg_test::uniform{lo, hi} (a device array of n values drawn from [lo, hi]) or a
+// An argument is mg_test::uniform_array{lo, hi} (a device array of n values drawn from [lo, hi]) or a
 // number (broadcast). Float64 agrees to 1e-12 relative; float32 to 1e-5.
 #pragma once
 
@@ -32,7 +32,7 @@
 namespace mg_test {
 
 /// A random array argument with values drawn uniformly from [lo, hi].
-struct uniform {
+struct uniform_array {
   double lo, hi;
 };
 
@@ -63,7 +63,7 @@ thrust::device_vector<T> to_device(const std::vector<T>& h) {
 
 // Host and device forms of one argument, and its value at index i.
 template <class T>
-auto host_form(const uniform& u, std::size_t n, std::mt19937_64& rng) {
+auto host_form(const uniform_array& u, std::size_t n, std::mt19937_64& rng) {
   return random_vector<T>(n, u.lo, u.hi, rng);
 }
 template <class T, class S>

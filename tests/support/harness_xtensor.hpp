@@ -2,12 +2,17 @@
 // and every element of every gradient against central finite differences in float64.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <random>
 #include <tuple>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <xtensor/xarray.hpp>
+#include <xtensor/xmath.hpp>
 
 #include <metagrad/xtensor.hpp>
 
@@ -55,6 +60,67 @@ void check_xt(const F& f, const A&... args) {
         ...);
   }
   (std::index_sequence_for<A...>{});
+}
+
+}  // namespace mg_test
+
+namespace mg_test {
+
+// The static engine on xtensor arrays for f of N array arguments with the given shapes and value
+// ranges (float64):
+//   - general path: the vector-Jacobian product with random weights w of f's output shape,
+//     every element against a central difference of sum(w * f(x));
+//   - fused path (one loop, when f is elementwise and the shapes agree; else the general path
+//     again): mg::value_and_grad of sum(f(x) * w), against the above to 1e-12.
+template <std::size_t N, class F>
+void check_xt_arrays(const F& f, const std::vector<std::vector<std::size_t>>& shapes,
+                     const std::vector<std::pair<double, double>>& ranges) {
+  using evaluator = mg::detail::evaluator<mg::detail::xtensor_family>;
+  std::mt19937_64 gen(5);
+  std::array<xt::xarray<double>, N> x;
+  for (std::size_t k = 0; k < N; ++k) {
+    x[k] = xt::xarray<double>::from_shape(shapes[k]);
+    std::uniform_real_distribution<double> u(ranges[k].first, ranges[k].second);
+    for (auto& v : x[k]) v = u(gen);
+  }
+  const auto value = [&](const std::array<xt::xarray<double>, N>& a) {
+    return std::apply([&](const auto&... ai) { return evaluator::value(f, ai...); }, a);
+  };
+  const xt::xarray<double> y = value(x);
+  xt::xarray<double> w = xt::xarray<double>::from_shape(y.shape());
+  std::uniform_real_distribution<double> u(0.5, 1.5);
+  for (auto& v : w) v = u(gen);
+  const auto loss = [&](const std::array<xt::xarray<double>, N>& a) {
+    const xt::xarray<double> v = value(a);
+    return double(xt::sum(v * w)());
+  };
+  [&]<std::size_t... k>(std::index_sequence<k...>) {
+    const auto general = evaluator::vjp<k...>(f, w, x[k]...);
+    const auto weighted = [&f](const auto&... a) {
+      const auto args = std::forward_as_tuple(a...);
+      return sum(f(std::get<k>(args)...) * std::get<N>(args));
+    };
+    const auto [v, fused_grads] = mg::value_and_grad<k...>(weighted)(x[k]..., w);
+    const auto fused = as_tuple(fused_grads);
+    EXPECT_TRUE(near_rel(double(v), loss(x), 1e-12)) << "fused value";
+    (
+        [&] {
+          const auto& g = std::get<k>(general);
+          const auto& gf = std::get<k>(fused);
+          ASSERT_EQ(g.size(), x[k].size()) << "gradient " << k;
+          for (std::size_t j = 0; j < x[k].size(); ++j) {
+            auto plus = x, minus = x;
+            plus[k].flat(j) += fd_step;
+            minus[k].flat(j) -= fd_step;
+            const double fd = (loss(plus) - loss(minus)) / (2 * fd_step);
+            EXPECT_TRUE(near_rel(g.flat(j), fd, 1e-6)) << "general d/dx" << k << "[" << j << "]";
+            EXPECT_TRUE(near_rel(gf.flat(j), g.flat(j), 1e-12))
+                << "fused vs general d/dx" << k << "[" << j << "]";
+          }
+        }(),
+        ...);
+  }
+  (std::make_index_sequence<N>{});
 }
 
 }  // namespace mg_test

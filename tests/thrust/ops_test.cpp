@@ -16,7 +16,7 @@ static const bool custom_ops_registered = mg::cuda::register_ops<mg_test::softpl
 
 namespace {
 
-using mg_test::uniform;
+using mg_test::uniform_array;
 
 // float64 at a round and an odd size, float32 at the odd size
 template <class F, class... A>
@@ -26,8 +26,8 @@ void check_thrust_all(const F& f, const A&... a) {
   mg_test::check_thrust<float>(f, 1001, a...);
 }
 
-constexpr uniform wide{-2.0, 2.0};
-constexpr uniform positive{0.5, 2.5};
+constexpr uniform_array wide{-2.0, 2.0};
+constexpr uniform_array positive{0.5, 2.5};
 
 }  // namespace
 

@@ -39,4 +39,14 @@ MG_HD constexpr auto power(const X& x, double p) {
   return pow(x, p);
 }
 
+// c ? a : b in the common type of a and b. Op bodies write `using detail::select;` and call
+// select(x > 0, x, 0): numbers take this one; packs take their own (simd.hpp), found by ADL on
+// the mask that their comparisons return.
+template <class C, class A, class B>
+requires std::is_arithmetic_v<C> && std::is_arithmetic_v<A> && std::is_arithmetic_v<B>
+MG_HD constexpr auto select(C c, A a, B b) {
+  using T = std::common_type_t<A, B>;
+  return c ? static_cast<T>(a) : static_cast<T>(b);
+}
+
 }  // namespace mg::detail

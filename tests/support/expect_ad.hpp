@@ -1,0 +1,144 @@
+// expect_ad: the one gradient check every op and function goes through (see docs/testing.md).
+//
+//   mg_test::expect_ad(f, {.ranges = {{0.5, 2.0}}});
+//
+// f is a generic callable of N arguments (N = 1..4). Every evaluator that can run f checks its
+// value, first and second derivatives in float64 against central differences, and against the
+// other evaluators:
+//   - static engine on numbers: value, gradient and Hessian (grad of grad) at two random points;
+//   - runtime engine on 0-d tensors at the same points: value, backward, and double backward
+//     through create_graph, against the static engine (1e-12);
+//   - static engine on xtensor arrays: the general path (vjp, every element against differences)
+//     and the fused path (against the general path);
+//   - runtime engine on CPU tensors: every gradient element against differences, and a
+//     Hessian-vector product through create_graph; f32 on a sample;
+// and in the Thrust test binaries, instead of the CPU legs:
+//   - with MG_TEST_DEVICE: the runtime engine on device cuda (the Thrust backend), the same array
+//     checks, f64 and f32;
+//   - with MG_TEST_TRANSFORMS (a translation unit that can include <metagrad/cuda.hpp>: the
+//     CPP and OMP device systems): mg::cuda::map/grad/value_and_grad/vjp for elementwise f,
+//     against the CPU static engine.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <random>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <metagrad/metagrad.hpp>
+
+#include "support/harness.hpp"
+#include "support/harness_runtime.hpp"
+#include "support/harness_xtensor.hpp"
+
+#if defined(MG_TEST_TRANSFORMS)
+#include "support/harness_thrust.hpp"
+#endif
+
+namespace mg_test {
+
+struct ad_options {
+  std::vector<std::pair<double, double>> ranges{};  // per argument; default [-1, 1]
+  std::vector<mg::shape_t> shapes{};                // per argument; default {2, 3}
+  bool scalar = true;        // the static engine on numbers, the runtime engine on 0-d tensors
+  bool xtensor = true;       // the static engine on xtensor arrays
+  bool second_order = true;  // Hessians and Hessian-vector products
+  bool f32 = true;           // a float32 sample on the runtime engine
+};
+
+template <class F, std::size_t N>
+constexpr bool invocable_with() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::is_invocable_v<const F&, mg::detail::number<I>...>;
+  }(std::make_index_sequence<N>{});
+}
+
+template <class F>
+constexpr std::size_t arity_of() {
+  if constexpr (invocable_with<F, 1>())
+    return 1;
+  else if constexpr (invocable_with<F, 2>())
+    return 2;
+  else if constexpr (invocable_with<F, 3>())
+    return 3;
+  else
+    return 4;
+}
+
+template <std::size_t N, class F>
+std::function<mg::tensor(const mg::tensor_list&)> on_list(const F& f) {
+  return [f](const mg::tensor_list& t) {
+    return [&]<std::size_t... k>(std::index_sequence<k...>) { return mg::tensor(f(t[k]...)); }
+    (std::make_index_sequence<N>{});
+  };
+}
+
+template <class F>
+void expect_ad(const F& f, const ad_options& o = {}) {
+  constexpr std::size_t N = arity_of<F>();
+  std::vector<std::pair<double, double>> ranges = o.ranges;
+  ranges.resize(N, o.ranges.size() == 1 ? o.ranges[0] : std::pair{-1.0, 1.0});
+  std::vector<mg::shape_t> shapes = o.shapes;
+  shapes.resize(N, o.shapes.size() == 1 ? o.shapes[0] : mg::shape_t{2, 3});
+  array_options arrays{.ranges = ranges, .second_order = o.second_order};
+#if !defined(MG_TEST_DEVICE)
+  std::mt19937_64 gen(3);
+  if (o.scalar) {
+    for (int point = 0; point < 2; ++point) {
+      std::array<double, N> x;
+      for (std::size_t k = 0; k < N; ++k)
+        x[k] = std::uniform_real_distribution<double>(ranges[k].first, ranges[k].second)(gen);
+      SCOPED_TRACE("scalar point " + std::to_string(point));
+      std::apply([&](auto... xi) { check_static(f, xi...); }, x);
+      std::apply([&](auto... xi) { check_runtime(f, xi...); }, x);
+    }
+  }
+  if (o.xtensor) {
+    SCOPED_TRACE("static engine on xtensor");
+    std::vector<std::vector<std::size_t>> s;
+    for (const auto& sh : shapes) s.emplace_back(sh.begin(), sh.end());
+    check_xt_arrays<N>(f, s, ranges);
+  }
+  {
+    SCOPED_TRACE("runtime engine on cpu, f64");
+    check_arrays(on_list<N>(f), shapes, arrays);
+  }
+  if (o.f32) {
+    SCOPED_TRACE("runtime engine on cpu, f32");
+    auto a = arrays;
+    a.dtype = mg::f32;
+    check_arrays(on_list<N>(f), shapes, a);
+  }
+#else
+  {
+    SCOPED_TRACE("runtime engine on device cuda, f64");
+    auto a = arrays;
+    a.device = mg::device::cuda;
+    check_arrays(on_list<N>(f), shapes, a);
+  }
+  if (o.f32) {
+    SCOPED_TRACE("runtime engine on device cuda, f32");
+    auto a = arrays;
+    a.device = mg::device::cuda;
+    a.dtype = mg::f32;
+    check_arrays(on_list<N>(f), shapes, a);
+  }
+#if defined(MG_TEST_TRANSFORMS)
+  using E = mg::detail::traced_t<F, N>;
+  if constexpr (mg::cuda::detail::elementwise_v<E>) {
+    SCOPED_TRACE("mg::cuda transforms");
+    [&]<std::size_t... k>(std::index_sequence<k...>) {
+      check_thrust<double>(f, 257, uniform_array{ranges[k].first, ranges[k].second}...);
+      check_thrust<float>(f, 257, uniform_array{ranges[k].first, ranges[k].second}...);
+    }
+    (std::make_index_sequence<N>{});
+  }
+#endif
+#endif
+}
+
+}  // namespace mg_test
