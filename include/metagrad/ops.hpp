@@ -2,6 +2,7 @@
 #pragma once
 
 #include <metagrad/ops/arithmetic.hpp>
+#include <metagrad/ops/comparison.hpp>
 #include <metagrad/ops/conversion.hpp>
 #include <metagrad/ops/linalg.hpp>
 #include <metagrad/ops/list.hpp>
@@ -13,10 +14,9 @@ namespace mg {
 
 /// The built-in elementwise ops: each has a forward kernel and a fused backward kernel on every
 /// backend.
-using elementwise_ops = op_list_concat<arithmetic_ops, math_ops>;
+using elementwise_ops = op_list_concat<arithmetic_ops, math_ops, comparison_ops>;
 
-/// Every built-in op.
-using builtin_ops =
-    op_list_concat<elementwise_ops, reduction_ops, shape_ops, linalg_ops, conversion_ops>;
+/// Every built-in op of both engines (the conversions, tensor members, are `conversion_ops`).
+using builtin_ops = op_list_concat<elementwise_ops, reduction_ops, shape_ops, linalg_ops>;
 
 }  // namespace mg

@@ -23,3 +23,10 @@ TEST(Arithmetic, PowNegativeIntegral) {
 TEST(Arithmetic, PowFractional) {
   expect_ad([](auto x) { return pow(x, 2.5); }, {.ranges = {{0.5, 2.0}}});
 }
+TEST(Arithmetic, PowElementwise) {
+  expect_ad([](auto a, auto b) { return pow(a, b); }, {.ranges = {{0.5, 2}, {-1.5, 1.5}}, .shapes = {s23, s3}});
+}
+TEST(Arithmetic, PowNumberBase) { expect_ad([](auto b) { return pow(2.5, b); }); }
+TEST(Arithmetic, Maximum) { expect_ad([](auto a, auto b) { return mg::maximum(a, b); }, {.shapes = {s23, s3}}); }
+TEST(Arithmetic, Minimum) { expect_ad([](auto a, auto b) { return mg::minimum(a, b); }, {.shapes = {s21, s23}}); }
+TEST(Arithmetic, Atan2) { expect_ad([](auto a, auto b) { return atan2(a, b); }, {.shapes = {s23, s3}}); }

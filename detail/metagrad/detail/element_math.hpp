@@ -7,6 +7,11 @@
 #include <type_traits>
 
 #include <metagrad/detail/config.hpp>
+#include <metagrad/detail/dispatch.hpp>
+
+namespace mg {
+struct where_op;
+}
 
 namespace mg::detail {
 
@@ -39,6 +44,17 @@ MG_HD constexpr auto power(const X& x, double p) {
   return pow(x, p);
 }
 
+// The number s in the element type of x (an op's attribute such as clamp's bound, so that float
+// elements stay float); other element types take numbers as they are.
+template <class X, class S>
+MG_HD constexpr auto like(const X&, S s) {
+  if constexpr (std::is_arithmetic_v<X>) {
+    return static_cast<X>(s);
+  } else {
+    return s;
+  }
+}
+
 // c ? a : b in the common type of a and b. Op bodies write `using detail::select;` and call
 // select(x > 0, x, 0): numbers take this one; packs take their own (simd.hpp), found by ADL on
 // the mask that their comparisons return.
@@ -47,6 +63,15 @@ requires std::is_arithmetic_v<C> && std::is_arithmetic_v<A> && std::is_arithmeti
 MG_HD constexpr auto select(C c, A a, B b) {
   using T = std::common_type_t<A, B>;
   return c ? static_cast<T>(a) : static_cast<T>(b);
+}
+
+// On static-engine expressions and tensors, select is the where op (its function checks that a
+// tensor condition is bool; the ops' backward bodies pass conditions the engine made itself).
+template <class C, class A, class B, class W = where_op>
+requires std::is_same_v<family_t<C, A, B>, expr_family> ||
+         std::is_same_v<family_t<C, A, B>, tensor_family>
+auto select(const C& c, const A& a, const B& b) {
+  return call(W{}, c, a, b);
 }
 
 }  // namespace mg::detail

@@ -1,6 +1,6 @@
 // The tensor family of detail::call: how the runtime engine applies any op struct to mg::tensor.
-//   - An elementwise op: operands are checked (defined, one device, floating dtypes), promoted
-//     to a common dtype (recorded conversions), broadcast; ONE kernel from the op struct
+//   - An elementwise op: operands are checked (defined, one device), converted to the dtype the
+//     op computes in (recorded; Note [Elementwise dtypes]), broadcast; ONE kernel from the op struct
 //     computes the value on their device (tensor_kernels.hpp), and a node is recorded.
 //   - Any other op: its forward runs on tensors against algebra<tensor> (kernels and views; it
 //     records nothing), and a node is recorded whose backward is the struct's (nodes.hpp).
@@ -58,15 +58,16 @@ tensor elementwise_apply(const Op& op, const T&... t) {
   constexpr std::size_t N = sizeof...(T);
   const char* name = op_name<Op>();
   const std::array<const tensor_impl*, N> in0{&operand(t, name)...};
-  dtype d = dtype::f32;
+  // Note [Elementwise dtypes]: an elementwise op computes in f64 if an operand is f64, else in
+  // f32 if one is f32; bool and i64 operands (a condition, an index compared) are converted to
+  // it, and operands that are all bool or i64 compute in f64, exact for integers below 2^53.
+  bool any_f32 = false, any_f64 = false;
   for (std::size_t k = 0; k < N; ++k) {
     if (k > 0) check_same_device(*in0[0], *in0[k], name);
-    if (!is_floating(in0[k]->dtype()))
-      fail(name, ": operand ", k, " has dtype ", dtype_name(in0[k]->dtype()), " (shape ",
-           shape_string(in0[k]->shape), "); ", name,
-           " computes on f32 or f64: convert it with .to(mg::f32)");
-    if (in0[k]->dtype() == dtype::f64) d = dtype::f64;
+    any_f32 = any_f32 || in0[k]->dtype() == dtype::f32;
+    any_f64 = any_f64 || in0[k]->dtype() == dtype::f64;
   }
+  const dtype d = any_f64 || !any_f32 ? dtype::f64 : dtype::f32;
   const std::array<tensor, N> c{t.to(d)...};  // recorded: gradients come back in each dtype
   shape_t shape = c[0].shape();
   for (std::size_t k = 1; k < N; ++k) shape = broadcast_extents(shape, c[k].shape(), name);

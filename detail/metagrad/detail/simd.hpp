@@ -223,7 +223,13 @@ struct pack {
       return xsimd::erf(a.v);
   }
   MG_INLINE friend pack atan2(const pack& y, const pack& x) { return atan2_std(y.v, x.v); }
-  MG_INLINE friend pack pow(const pack& a, const pack& b) { return xsimd::pow(a.v, b.v); }
+  // xsimd's pow is exp(b log a): patched where a or b is 0, as std::pow defines them
+  MG_INLINE friend pack pow(const pack& a, const pack& b) {
+    const batch zero(T(0));
+    batch r = xsimd::pow(a.v, b.v);
+    r = xsimd::select(a.v == zero, xsimd::select(b.v > zero, zero, batch(T(INFINITY))), r);
+    return xsimd::select(b.v == zero, batch(T(1)), r);
+  }
   template <class S>
   requires std::is_arithmetic_v<S> MG_INLINE friend pack pow(const pack& a, S p) {
     const double d = static_cast<double>(p);
@@ -348,6 +354,32 @@ template <class T, class S1, class S2>
 requires std::is_arithmetic_v<S1> && std::is_arithmetic_v<S2> MG_INLINE pack<T> select(
     const pack_mask<T>& c, S1 a, S2 b) {
   return select(c, pack<T>(a), pack<T>(b));
+}
+
+// A number as the condition (a constant compared, in a sweep over packs): the same for every lane.
+template <class C, class T>
+requires std::is_arithmetic_v<C>
+MG_INLINE pack<T> select(C c, const pack<T>& a, const pack<T>& b) {
+  return c ? a : b;
+}
+template <class C, class T, class S>
+requires std::is_arithmetic_v<C> && std::is_arithmetic_v<S>
+MG_INLINE pack<T> select(C c, const pack<T>& a, S b) {
+  return c ? a : pack<T>(b);
+}
+template <class C, class T, class S>
+requires std::is_arithmetic_v<C> && std::is_arithmetic_v<S>
+MG_INLINE pack<T> select(C c, S a, const pack<T>& b) {
+  return c ? pack<T>(a) : b;
+}
+
+// A pack used as a condition (where's condition on the runtime engine, converted to the value
+// type): true where it is not 0.
+template <class T, class A, class B>
+requires(std::is_same_v<A, pack<T>> || std::is_arithmetic_v<A>) &&
+    (std::is_same_v<B, pack<T>> || std::is_arithmetic_v<B>)
+MG_INLINE pack<T> select(const pack<T>& c, const A& a, const B& b) {
+  return select(c != T(0), pack<T>(a), pack<T>(b));
 }
 
 }  // namespace mg::detail

@@ -16,6 +16,7 @@
 
 #include <metagrad/detail/config.hpp>
 #include <metagrad/detail/dispatch.hpp>
+#include <metagrad/concepts.hpp>
 #include <metagrad/detail/plan.hpp>
 #include <metagrad/grads.hpp>
 
@@ -38,6 +39,50 @@ struct plain_policy {
 };
 
 struct no_value {};
+
+// Note [No gradient]: a use contributes nothing to its child's adjoint when the user's backward
+// did not run (a non-differentiable op such as a comparison, or a node no gradient reached) or
+// returned mg::no_grad for that input (the condition of where). Adjoints are sums of adj_term,
+// for which no_grad is the identity; an adjoint that is nothing but no_grad makes the node's
+// backward skip, and an argument's gradient zero.
+template <std::size_t k, class B>
+MG_HD MG_INLINE constexpr decltype(auto) contribution(const B& b) {  // a reference: no copy
+  if constexpr (std::is_same_v<B, no_value>) {
+    return no_grad{};
+  } else if constexpr (std::is_same_v<component_t<k, B>, no_grad>) {
+    return no_grad{};
+  } else {
+    return component<k>(b);
+  }
+}
+
+template <class T>
+struct adj_term {
+  T v;
+};
+template <class T>
+MG_HD MG_INLINE constexpr adj_term<T> make_term(T&& v) {
+  return {std::move(v)};
+}
+template <class A, class B>
+MG_HD MG_INLINE constexpr auto operator+(adj_term<A>&& a, adj_term<B>&& b) {
+  if constexpr (std::is_same_v<A, no_grad>) {
+    return std::move(b);
+  } else if constexpr (std::is_same_v<B, no_grad>) {
+    return std::move(a);
+  } else {
+    return make_term(std::move(a.v) + std::move(b.v));
+  }
+}
+
+template <class Policy, class C, class X>
+MG_HD MG_INLINE constexpr auto reduce_term(const C& c, const X& x) {
+  if constexpr (std::is_same_v<C, no_grad>) {
+    return adj_term<no_grad>{};
+  } else {
+    return make_term(Policy::reduce_like(c, x));
+  }
+}
 
 template <class T>
 inline constexpr bool is_var_v = false;
@@ -89,13 +134,28 @@ struct sweep_types {
   using adj_t =
       typename std::conditional_t<s == root, std::type_identity<Seed>, adj_inner<s>>::type;
 
-  // bwd<p>: what node p's backward returns (nothing for leaves).
-  template <std::size_t p, class X = expr_of<p>>
+  // Does node p's backward run? Not for leaves, non-differentiable ops, or an adjoint that is
+  // nothing (Note [No gradient]).
+  template <std::size_t p>
+  static constexpr bool runs_impl() {
+    using X = expr_of<p>;
+    if constexpr (requires { std::declval<const X&>().args; }) {
+      using Op = std::remove_cvref_t<decltype(std::declval<const X&>().op)>;
+      return is_differentiable<Op>() && !std::is_same_v<adj_t<p>, no_grad>;
+    } else {
+      return false;
+    }
+  }
+  template <std::size_t p>
+  static constexpr bool runs = runs_impl<p>();
+
+  // bwd<p>: what node p's backward returns (nothing when it does not run).
+  template <std::size_t p, class X = expr_of<p>, bool = runs<p>>
   struct bwd {
     using type = no_value;
   };
   template <std::size_t p, class Op, class... A>
-  struct bwd<p, node<Op, A...>> {
+  struct bwd<p, node<Op, A...>, true> {
     template <std::size_t... j>
     static auto f(std::index_sequence<j...>)
         -> decltype(Policy::keep_bwd(std::declval<const Op&>().backward(
@@ -110,11 +170,12 @@ struct sweep_types {
   template <std::size_t s>
   struct adj_inner {
     template <std::size_t... u>
-    static auto f(std::index_sequence<u...>) -> decltype((
-        Policy::reduce_like(component<d.use_k[d.use_begin[s] + u]>(
-                                std::declval<const bwd_t<d.use_p[d.use_begin[s] + u]>&>()),
-                            std::declval<const val_t<s>&>()) +
-        ...));
+    static auto f(std::index_sequence<u...>)
+        -> decltype((reduce_term<Policy>(contribution<d.use_k[d.use_begin[s] + u]>(
+                                             std::declval<const bwd_t<d.use_p[d.use_begin[s] + u]>&>()),
+                                         std::declval<const val_t<s>&>()) +
+                     ...)
+                        .v);
     using type = std::remove_cvref_t<decltype(f(
         std::make_index_sequence<d.use_begin[s + 1] - d.use_begin[s]>{}))>;
   };
@@ -177,11 +238,11 @@ class sweep {
       return seed;
     } else {
       return [&]<std::size_t... u>(std::index_sequence<u...>) {
-        return (
-            Policy::reduce_like(component<plan_v<E>.use_k[plan_v<E>.use_begin[s] + u]>(
-                                    at<plan_v<E>.use_p[plan_v<E>.use_begin[s] + u]>(bwds_)),
-                                value<s>()) +
-            ...);
+        return (reduce_term<Policy>(contribution<plan_v<E>.use_k[plan_v<E>.use_begin[s] + u]>(
+                                        at<plan_v<E>.use_p[plan_v<E>.use_begin[s] + u]>(bwds_)),
+                                    value<s>()) +
+                ...)
+            .v;
       }
       (std::make_index_sequence<plan_v<E>.use_begin[s + 1] - plan_v<E>.use_begin[s]>{});
     }
@@ -193,6 +254,8 @@ class sweep {
     constexpr std::size_t s = slot_of_var<E, I>();
     if constexpr (s == N) {
       return zero;
+    } else if constexpr (std::is_same_v<typename T::template adj_t<s>, no_grad>) {
+      return zero;  // Note [No gradient]
     } else {
       return adjoint<s>(seed);
     }
@@ -213,7 +276,7 @@ class sweep {
 
   template <std::size_t p>
   MG_HD MG_INLINE constexpr void step(const Seed& seed) {
-    if constexpr (plan_v<E>.nchild[p] > 0) {
+    if constexpr (T::template runs<p>) {
       const auto& n = occurrence<plan_v<E>.rep[p]>(e_);
       at<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
         return Policy::keep_bwd(

@@ -93,23 +93,19 @@ struct xt_gemm_operand {
   }
 };
 
-// The sum of x over the axes in `reduced` (a bit per axis), accumulated in double (Note
-// [Accurate sums] in cpu_backend.hpp), with extent 1 kept at the summed axes when keep_dims.
-template <class X>
-auto xt_sum(const X& x, std::uint32_t reduced) {
-  using T = std::remove_cv_t<xt_value_t<X>>;
-  const xt::xarray<T> a = x;  // row-major and contiguous (no copy for an xarray argument)
+// xt_sum (below) of an expression with strided memory behind it, read along its strides.
+template <class A>
+auto xt_sum_strided(const A& a, std::uint32_t reduced) {
+  using T = std::remove_cv_t<xt_value_t<A>>;
   std::vector<std::size_t> kept;
   nd_space s;
   check_rank(a.shape(), "sum");
   s.rank = static_cast<int>(a.dimension());
   nd_operand in;
-  in.data = const_cast<T*>(a.data());
-  std::int64_t stride = 1;
-  for (int d = s.rank - 1; d >= 0; --d) {
+  in.data = const_cast<T*>(a.data() + a.data_offset());
+  for (int d = 0; d < s.rank; ++d) {
     s.extents[d] = static_cast<std::int64_t>(a.shape()[static_cast<std::size_t>(d)]);
-    in.strides[d] = stride;
-    stride *= s.extents[d];
+    in.strides[d] = static_cast<std::int64_t>(a.strides()[static_cast<std::size_t>(d)]);
   }
   s.numel = static_cast<std::int64_t>(a.size());
   for (int d = 0; d < s.rank; ++d)
@@ -121,6 +117,18 @@ auto xt_sum(const X& x, std::uint32_t reduced) {
     cpu_sum(dtype_of<T>(), s, in, reduced, r.data());
   }
   return r;
+}
+
+// The sum of x over the axes in `reduced` (a bit per axis), accumulated in double (Note
+// [Accurate sums] in cpu_backend.hpp); x is read in place when it has strided memory.
+template <class X>
+auto xt_sum(const X& x, std::uint32_t reduced) {
+  using T = std::remove_cv_t<xt_value_t<X>>;
+  if constexpr (XtStridedOf<X, T>) {
+    return xt_sum_strided(x, reduced);
+  } else {
+    return xt_sum_strided(xt::xarray<T>(x), reduced);
+  }
 }
 
 template <class X>

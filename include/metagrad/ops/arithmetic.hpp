@@ -1,4 +1,5 @@
-// Arithmetic: + - * / and unary -, and pow with a number exponent. Each op is one struct,
+// Arithmetic: + - * / and unary -, pow (a number exponent, or elementwise), maximum, minimum,
+// atan2. Each op is one struct,
 // evaluated unchanged by every engine and backend (see <metagrad/ops/math.hpp> for the
 // conventions), and one line that names it.
 #pragma once
@@ -92,6 +93,83 @@ template <class X, class P>
 requires detail::Operands<X> && std::is_arithmetic_v<P>
 MG_HD constexpr auto pow(const X& x, P p) { return detail::call(pow_op{static_cast<double>(p)}, x); }
 
-using arithmetic_ops = op_list<add_op, sub_op, mul_op, div_op, neg_op, pow_op>;
+/// a^b elementwise (numpy broadcasting); a number base or exponent joins as a 0-d tensor. The
+/// gradients follow torch: 0 for a where b == 0, and 0 for b where a == 0 and b >= 0.
+struct pow_elementwise_op {
+  static constexpr const char* name = "pow";
+  static constexpr auto saves = saved::both;
+  MG_HD static auto forward(const auto& a, const auto& b) {
+    using std::pow;
+    return pow(a, b);
+  }
+  // d/da a^b = b a^(b-1), d/db a^b = a^b log(a) = y log(a)
+  MG_HD static auto backward(const auto& a, const auto& b, const auto& y, const auto& g) {
+    using detail::select;
+    using std::log, std::pow;
+    return grads{select(b == 0, 0, g * (b * pow(a, b - 1))),
+                 select(a == 0, select(b >= 0, 0, g * (y * log(a))), g * (y * log(a)))};
+  }
+};
+template <class A, class B>
+requires detail::Operands<A, B> && (!std::is_arithmetic_v<B>)
+MG_HD constexpr auto pow(const A& a, const B& b) { return detail::call(pow_elementwise_op{}, a, b); }
+
+/// The larger of a and b elementwise; at ties each gets half the gradient (torch 1.13).
+struct maximum_op {
+  static constexpr const char* name = "maximum";
+  static constexpr auto saves = saved::inputs;
+  MG_HD static constexpr auto forward(const auto& a, const auto& b) {
+    using detail::select;
+    return select(a < b, b, a);
+  }
+  // d/da max(a, b) = 1 where a > b, 1/2 where a == b, 0 where a < b; d/db likewise
+  MG_HD static constexpr auto backward(const auto& a, const auto& b, const auto&, const auto& g) {
+    using detail::select;
+    return grads{select(a > b, g, select(a == b, g * 0.5, 0)),
+                 select(b > a, g, select(a == b, g * 0.5, 0))};
+  }
+};
+template <class A, class B>
+requires detail::Operands<A, B>
+MG_HD constexpr auto maximum(const A& a, const B& b) { return detail::call(maximum_op{}, a, b); }
+
+/// The smaller of a and b elementwise; at ties each gets half the gradient (torch 1.13).
+struct minimum_op {
+  static constexpr const char* name = "minimum";
+  static constexpr auto saves = saved::inputs;
+  MG_HD static constexpr auto forward(const auto& a, const auto& b) {
+    using detail::select;
+    return select(b < a, b, a);
+  }
+  // d/da min(a, b) = 1 where a < b, 1/2 where a == b, 0 where a > b; d/db likewise
+  MG_HD static constexpr auto backward(const auto& a, const auto& b, const auto&, const auto& g) {
+    using detail::select;
+    return grads{select(a < b, g, select(a == b, g * 0.5, 0)),
+                 select(b < a, g, select(a == b, g * 0.5, 0))};
+  }
+};
+template <class A, class B>
+requires detail::Operands<A, B>
+MG_HD constexpr auto minimum(const A& a, const B& b) { return detail::call(minimum_op{}, a, b); }
+
+/// atan2(a, b): the angle of the point (b, a), in (-pi, pi].
+struct atan2_op {
+  static constexpr const char* name = "atan2";
+  static constexpr auto saves = saved::inputs;
+  MG_HD static auto forward(const auto& a, const auto& b) {
+    using std::atan2;
+    return atan2(a, b);
+  }
+  // d/da atan2(a, b) = b/(a^2 + b^2), d/db atan2(a, b) = -a/(a^2 + b^2)
+  MG_HD static constexpr auto backward(const auto& a, const auto& b, const auto&, const auto& g) {
+    return grads{g * b / (a * a + b * b), -(g * a / (a * a + b * b))};
+  }
+};
+template <class A, class B>
+requires detail::Operands<A, B>
+MG_HD constexpr auto atan2(const A& a, const B& b) { return detail::call(atan2_op{}, a, b); }
+
+using arithmetic_ops = op_list<add_op, sub_op, mul_op, div_op, neg_op, pow_op, pow_elementwise_op,
+                               maximum_op, minimum_op, atan2_op>;
 
 }  // namespace mg

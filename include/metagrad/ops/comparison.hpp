@@ -1,0 +1,132 @@
+// Comparisons (gt, lt, ge, le, eq, ne and their operators), which give bool tensors and have no
+// gradient, and where(cond, a, b), which selects by a bool condition.
+#pragma once
+
+#include <type_traits>
+
+#include <metagrad/concepts.hpp>
+#include <metagrad/detail/config.hpp>
+#include <metagrad/detail/dispatch.hpp>
+#include <metagrad/detail/element_math.hpp>
+#include <metagrad/grads.hpp>
+#include <metagrad/detail/broadcast.hpp>
+#include <metagrad/detail/storage.hpp>
+#include <metagrad/error.hpp>
+#include <metagrad/ops/list.hpp>
+#include <metagrad/types.hpp>
+
+namespace mg {
+
+struct gt_op {
+  static constexpr const char* name = "gt";
+  static constexpr bool differentiable = false;
+  MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a > b; }
+};
+template <class A, class B>
+requires detail::Operands<A, B>
+MG_HD constexpr auto gt(const A& a, const B& b) { return detail::call(gt_op{}, a, b); }
+template <class L, class R>
+requires detail::OperatorOperands<L, R>
+MG_HD constexpr auto operator>(const L& a, const R& b) { return detail::call(gt_op{}, a, b); }
+
+struct lt_op {
+  static constexpr const char* name = "lt";
+  static constexpr bool differentiable = false;
+  MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a < b; }
+};
+template <class A, class B>
+requires detail::Operands<A, B>
+MG_HD constexpr auto lt(const A& a, const B& b) { return detail::call(lt_op{}, a, b); }
+template <class L, class R>
+requires detail::OperatorOperands<L, R>
+MG_HD constexpr auto operator<(const L& a, const R& b) { return detail::call(lt_op{}, a, b); }
+
+struct ge_op {
+  static constexpr const char* name = "ge";
+  static constexpr bool differentiable = false;
+  MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a >= b; }
+};
+template <class A, class B>
+requires detail::Operands<A, B>
+MG_HD constexpr auto ge(const A& a, const B& b) { return detail::call(ge_op{}, a, b); }
+template <class L, class R>
+requires detail::OperatorOperands<L, R>
+MG_HD constexpr auto operator>=(const L& a, const R& b) { return detail::call(ge_op{}, a, b); }
+
+struct le_op {
+  static constexpr const char* name = "le";
+  static constexpr bool differentiable = false;
+  MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a <= b; }
+};
+template <class A, class B>
+requires detail::Operands<A, B>
+MG_HD constexpr auto le(const A& a, const B& b) { return detail::call(le_op{}, a, b); }
+template <class L, class R>
+requires detail::OperatorOperands<L, R>
+MG_HD constexpr auto operator<=(const L& a, const R& b) { return detail::call(le_op{}, a, b); }
+
+struct eq_op {
+  static constexpr const char* name = "eq";
+  static constexpr bool differentiable = false;
+  MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a == b; }
+};
+template <class A, class B>
+requires detail::Operands<A, B>
+MG_HD constexpr auto eq(const A& a, const B& b) { return detail::call(eq_op{}, a, b); }
+template <class L, class R>
+requires detail::OperatorOperands<L, R>
+MG_HD constexpr auto operator==(const L& a, const R& b) { return detail::call(eq_op{}, a, b); }
+
+struct ne_op {
+  static constexpr const char* name = "ne";
+  static constexpr bool differentiable = false;
+  MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a != b; }
+};
+template <class A, class B>
+requires detail::Operands<A, B>
+MG_HD constexpr auto ne(const A& a, const B& b) { return detail::call(ne_op{}, a, b); }
+template <class L, class R>
+requires detail::OperatorOperands<L, R>
+MG_HD constexpr auto operator!=(const L& a, const R& b) { return detail::call(ne_op{}, a, b); }
+
+/// cond ? a : b elementwise (numpy broadcasting of all three); cond is a bool tensor (on
+/// tensors), a comparison (static engine) or a number. The condition gets no gradient.
+struct where_op {
+  static constexpr const char* name = "where";
+  static constexpr auto saves = saved::inputs;
+  MG_HD static constexpr auto forward(const auto& c, const auto& a, const auto& b) {
+    using detail::select;
+    return select(c, a, b);
+  }
+  // d/da where(c, a, b) = c, d/db where(c, a, b) = !c
+  MG_HD static constexpr auto backward(const auto& c, const auto&, const auto&, const auto&,
+                                       const auto& g) {
+    using detail::select;
+    return grads{no_grad{}, select(c, g, 0), select(c, 0, g)};
+  }
+};
+
+namespace detail {
+// where's condition, checked on tensors: it must be bool (a comparison's result).
+template <class C>
+void check_condition(const C& c) {
+  if constexpr (requires { c.dtype(); }) {
+    if (c.defined() && c.dtype() != dtype::b8)
+      fail("where: the condition has dtype ", dtype_name(c.dtype()), " (shape ",
+           shape_string(c.shape()),
+           "); it must be a bool tensor: compare, e.g. mg::where(x > 0, a, b), or convert with "
+           ".to(mg::b8)");
+  }
+}
+}  // namespace detail
+
+template <class C, class A, class B>
+requires detail::Operands<C, A, B>
+MG_HD constexpr auto where(const C& c, const A& a, const B& b) {
+  detail::check_condition(c);
+  return detail::call(where_op{}, c, a, b);
+}
+
+using comparison_ops = op_list<gt_op, lt_op, ge_op, le_op, eq_op, ne_op, where_op>;
+
+}  // namespace mg
