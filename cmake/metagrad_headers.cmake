@@ -10,10 +10,12 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/metagrad.hpp
   include/metagrad/ops.hpp
   include/metagrad/ops/arithmetic.hpp
+  include/metagrad/ops/comparison.hpp
   include/metagrad/ops/conversion.hpp
   include/metagrad/ops/linalg.hpp
   include/metagrad/ops/list.hpp
   include/metagrad/ops/math.hpp
+  include/metagrad/ops/nn.hpp
   include/metagrad/ops/reductions.hpp
   include/metagrad/ops/shape.hpp
   include/metagrad/static.hpp

@@ -1,7 +1,7 @@
 // The static engine's expression types: the typed graph a generic callable builds when it is
 // called with symbolic leaves. They live in namespace mg so that argument-dependent lookup finds
 // the ops' functions and operators, and error messages read
-// `mg::node<mg::mul_op, mg::var<0>, mg::var<1>>`.
+// `mg::node<mg::mul_op, mg::arg<0>, mg::arg<1>>`.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +17,7 @@ namespace mg {
 
 /// Leaf of the static engine: the I-th argument of the differentiated function.
 template <std::size_t I>
-struct var {
+struct arg {
   using mg_family = detail::expr_family;
 };
 
@@ -40,7 +40,7 @@ namespace detail {
 template <class T>
 inline constexpr bool is_expr_v = false;
 template <std::size_t I>
-inline constexpr bool is_expr_v<var<I>> = true;
+inline constexpr bool is_expr_v<arg<I>> = true;
 template <class T>
 inline constexpr bool is_expr_v<cst<T>> = true;
 template <class Op, class... Args>

@@ -192,7 +192,7 @@ struct fused_fn {
     auto n = record ? std::make_shared<fused_node<F, N>>(f) : nullptr;
     tensor y;
     if constexpr (fusible_v<traced_t<F, N>>) {
-      if (record && same_shape(x...)) {
+      if (record && full_sum(trace(f, std::make_index_sequence<N>{})) && same_shape(x...)) {
         y = f32_only ? forward_and_gradients<float>(*n, x...)
                      : forward_and_gradients<double>(*n, x...);
       }

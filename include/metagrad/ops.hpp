@@ -7,6 +7,7 @@
 #include <metagrad/ops/linalg.hpp>
 #include <metagrad/ops/list.hpp>
 #include <metagrad/ops/math.hpp>
+#include <metagrad/ops/nn.hpp>
 #include <metagrad/ops/reductions.hpp>
 #include <metagrad/ops/shape.hpp>
 

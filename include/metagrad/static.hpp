@@ -1,6 +1,6 @@
 // The static engine's function transforms: mg::grad, mg::value_and_grad, mg::hessian.
 //
-// f is any generic callable. It is called once with symbolic leaves (mg::var<I>), which builds
+// f is any generic callable. It is called once with symbolic leaves (mg::arg<I>), which builds
 // its expression type; the planner and the sweep then generate the forward and reverse passes
 // at compile time. Which evaluator runs depends on the arguments: numbers and expressions here,
 // xtensor containers in <metagrad/xtensor.hpp>, mg::tensor in <metagrad/fuse.hpp>.
@@ -65,7 +65,7 @@ concept HasEvaluator = requires {
 
 template <class F, std::size_t... I>
 MG_HD MG_INLINE constexpr auto trace(const F& f, std::index_sequence<I...>) {
-  return as_expr(f(var<I>{}...));
+  return as_expr(f(arg<I>{}...));
 }
 template <class F, std::size_t N>
 using traced_t = decltype(trace(std::declval<const F&>(), std::make_index_sequence<N>{}));

@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -124,6 +125,7 @@ class tensor {
   tensor to(mg::dtype d) const;
   tensor to(mg::device d) const;
   tensor contiguous() const;
+  tensor clone() const;
   tensor sum() const;
   tensor sum(std::int64_t axis) const;
   tensor t() const;
@@ -164,5 +166,17 @@ tensor ones(const shape_t& shape, const tensor_options& options = {});
 tensor randn(const shape_t& shape, const tensor_options& options = {});
 /// Seeds the generator of `mg::randn`: the same seed gives the same tensors.
 void manual_seed(std::uint64_t seed);
+
+/// Tensors of t's shape, dtype and device (not requiring grad): `mg::zeros_like(x)`.
+tensor zeros_like(const tensor& t);
+tensor ones_like(const tensor& t);
+tensor full_like(const tensor& t, double value);
+tensor randn_like(const tensor& t);
+/// A recorded copy of t that owns its storage (torch's clone): `auto y = mg::clone(x);`.
+tensor clone(const tensor& t);
+
+/// Prints the values (the first and last few of a large tensor), then shape, dtype, device,
+/// requires_grad and grad_fn: `std::cout << x;`.
+std::ostream& operator<<(std::ostream& os, const tensor& t);
 
 }  // namespace mg

@@ -51,6 +51,12 @@ inline constexpr bool fusible_v = false;
 template <class Inner>
 inline constexpr bool fusible_v<node<sum_op, Inner>> = all_elementwise_v<Inner>;
 
+// Is the root of a fusible expression a sum of all elements (not along a dim)?
+template <class E>
+bool full_sum(const E& e) {
+  return e.op.r.all && !e.op.r.keepdim;
+}
+
 template <class A>
 struct value_of {
   using type = A;  // a number
@@ -79,7 +85,7 @@ struct evaluator<xtensor_family> {
     using E = traced_t<F, sizeof...(A)>;
     const E e = trace(f, std::index_sequence_for<A...>{});
     if constexpr (fusible_v<E>) {
-      if (same_shapes(args...)) return fused<I...>(e, args...);
+      if (full_sum(e) && same_shapes(args...)) return fused<I...>(e, args...);
     }
     return general<I...>(e, args...);
   }

@@ -201,8 +201,8 @@ TEST(RuntimeErrors, MessagesNameTheOpShapesAndFix) {
   expect_error([&] { (void)mg::matmul(a, a); }, {"matmul", "[2,3]", "inner dimensions 3 and 2"});
   expect_error([&] { (void)mg::matmul(a, b); }, {"matmul", "2-D", "[4]"});
   expect_error([&] { (void)a.item<double>(); }, {"item", "[2,3]", "6 elements"});
-  expect_error([&] { (void)a.sum(2); }, {"sum_axis", "axis 2", "[2,3]"});
-  expect_error([&] { (void)mg::sum(a, -3); }, {"sum_axis", "axis -3"});
+  expect_error([&] { (void)a.sum(2); }, {"sum", "dim 2", "[2,3]"});
+  expect_error([&] { (void)mg::sum(a, -3); }, {"sum", "dim -3"});
   expect_error([&] { a.backward(); }, {"backward", "does not require grad"});
   expect_error([&] { (void)exp(tensor{}); }, {"exp", "undefined"});
   expect_error([&] { (void)mg::zeros({2}, {.device = mg::device::cuda}); },

@@ -1,5 +1,7 @@
 // mg::tensor as an array: construction, factories, read-back, xtensor round trip, views.
 #include <cmath>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -114,4 +116,27 @@ TEST(RuntimeTensor, TransposeIsAViewSharingStorage) {
             (xt::xarray<double>{{11., 14.}, {12., 15.}, {13., 16.}}));
   EXPECT_EQ(t.sum(0).to_xtensor<double>(), (xt::xarray<double>{36., 45.}));
   EXPECT_EQ(exp(t).to_xtensor<double>()(1, 0), std::exp(12.0));
+}
+
+TEST(Tensor, Conveniences) {
+  const mg::tensor x = mg::tensor{{1.0, 2.0}, {3.0, 4.0}}.requires_grad_();
+  EXPECT_EQ(mg::zeros_like(x).to_xtensor<double>(), (xt::xarray<double>{{0, 0}, {0, 0}}));
+  EXPECT_EQ(mg::ones_like(x).dtype(), mg::f64);
+  EXPECT_FALSE(mg::ones_like(x).requires_grad());
+  EXPECT_EQ(mg::full_like(x, 2.5).to_xtensor<double>()(1, 1), 2.5);
+  EXPECT_EQ(mg::randn_like(x).shape(), x.shape());
+  // clone: a copy of its own, recorded with the identity gradient
+  mg::tensor c = mg::clone(x);
+  EXPECT_NE(c.impl()->store, x.impl()->store);
+  EXPECT_STREQ(c.grad_fn()->name(), "clone");
+  (c * c).sum().backward();
+  EXPECT_EQ(x.grad().to_xtensor<double>(), (xt::xarray<double>{{2, 4}, {6, 8}}));
+  std::ostringstream os;
+  os << c;
+  EXPECT_EQ(os.str(),
+            "tensor([1, 2, 3, 4], shape=[2,2], dtype=f64, device=cpu, requires_grad=true, "
+            "grad_fn=clone)");
+  std::ostringstream big;
+  big << mg::zeros({20});
+  EXPECT_NE(big.str().find("0, 0, ..., 0"), std::string::npos) << big.str();
 }

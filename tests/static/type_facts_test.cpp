@@ -49,8 +49,8 @@ struct wrong_count {
 static_assert(!mg::StaticOp<wrong_count>);
 
 // One function per op, three families: numbers evaluate, expressions build nodes, tensors record.
-using x0 = mg::var<0>;
-using x1 = mg::var<1>;
+using x0 = mg::arg<0>;
+using x1 = mg::arg<1>;
 static_assert(std::is_same_v<decltype(mg::exp(2.0)), double>);
 static_assert(std::is_same_v<decltype(mg::relu(2.0f)), float>);
 static_assert(std::is_same_v<decltype(mg::clamp(2.0f, -1.0, 1.0)), float>);

@@ -161,7 +161,7 @@ TEST(StaticXtensor, Errors) {
   EXPECT_NE(ns.find("scalar"), std::string::npos) << ns;
   EXPECT_NE(ns.find("[2,3]"), std::string::npos) << ns;
   const std::string ax = error_of([&] { mg::grad([](auto p) { return sum(sum(p, 2)); })(a); });
-  EXPECT_NE(ax.find("axis 2"), std::string::npos) << ax;
+  EXPECT_NE(ax.find("dim 2"), std::string::npos) << ax;
 }
 
 TEST(StaticXtensor, ValueAndVectorJacobianProduct) {
@@ -188,22 +188,22 @@ struct op_of<mg::node<Op, A...>> {
 };
 
 TEST(StaticXtensorRegions, RewriteKeepsShapedOpsAndMergesElementwiseOnes) {
-  using mg::var, mg::node, mg::matmul_op;
+  using mg::arg, mg::node, mg::matmul_op;
   auto layer = [](auto x, auto w, auto b) { return sum(tanh(matmul(x, w) + b) * 0.5, 0); };
   using E = mg::detail::traced_t<decltype(layer), 3>;
   using R = mg::detail::regionized_t<E>;
-  // sum_axis( region( matmul(x, w), b ) ): the region has two inputs, x*w is its input 0
-  static_assert(std::is_same_v<op_of<R>::type, mg::sum_axis_op>);
+  // sum( region( matmul(x, w), b ), axis ): the region has two inputs, x*w is its input 0
+  static_assert(std::is_same_v<op_of<R>::type, mg::sum_op>);
   using Region = std::remove_cvref_t<decltype(mg::detail::at<0>(std::declval<R>().args))>;
   static_assert(mg::detail::tree_info<Region>::arity == 2);
   static_assert(
       std::is_same_v<
           std::remove_cvref_t<decltype(mg::detail::at<0>(std::declval<Region>().args))>,
-          node<matmul_op, var<0>, var<1>>>);
+          node<matmul_op, arg<0>, arg<1>>>);
   static_assert(
       std::is_same_v<
           std::remove_cvref_t<decltype(mg::detail::at<1>(std::declval<Region>().args))>,
-          var<2>>);
+          arg<2>>);
   // x used four times in one region is one input
   auto f = [](auto x) { return sum(x, 0) * (sin(x) * x + exp(-x * x)); };
   using F = mg::detail::regionized_t<mg::detail::traced_t<decltype(f), 1>>;

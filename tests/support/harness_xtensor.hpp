@@ -14,6 +14,8 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xmath.hpp>
 
+#include <metagrad/autograd.hpp>
+#include <metagrad/tensor.hpp>
 #include <metagrad/xtensor.hpp>
 
 #include "support/harness.hpp"
@@ -87,6 +89,17 @@ void check_xt_arrays(const F& f, const std::vector<std::vector<std::size_t>>& sh
     return std::apply([&](const auto&... ai) { return evaluator::value(f, ai...); }, a);
   };
   const xt::xarray<double> y = value(x);
+  {  // the static engine's value against the runtime engine's on the same inputs
+    mg::no_grad_guard ng;
+    const xt::xarray<double> r = std::apply(
+        [&](const auto&... a) { return mg::tensor(f(mg::tensor(a)...)).to_xtensor<double>(); }, x);
+    EXPECT_EQ(std::vector<std::size_t>(r.shape().begin(), r.shape().end()),
+              std::vector<std::size_t>(y.shape().begin(), y.shape().end()))
+        << "xtensor vs runtime shape";
+    if (r.size() == y.size())
+      for (std::size_t j = 0; j < y.size(); ++j)
+        EXPECT_TRUE(near_rel(y.flat(j), r.flat(j), 1e-12)) << "xtensor vs runtime value " << j;
+  }
   xt::xarray<double> w = xt::xarray<double>::from_shape(y.shape());
   std::uniform_real_distribution<double> u(0.5, 1.5);
   for (auto& v : w) v = u(gen);

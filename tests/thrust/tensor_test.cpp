@@ -318,6 +318,23 @@ TEST(DeviceTensor, WorkRunsInTheBackend) {
     EXPECT_NEAR(g.data()[i], std::exp(xv.data()[i]) * (1 + xv.data()[i]), 1e-14);
 }
 
+// A user's op that no translation unit registered for the device (ops_test.cpp registers
+// softplus and hypot2): the error names the op and the line that registers it.
+struct cube_unregistered {
+  MG_HD static auto forward(const auto& x) { return x * x * x; }
+  MG_HD static auto backward(const auto& x, const auto&, const auto& g) { return 3 * x * x * g; }
+};
+
+TEST(DeviceTensor, UnregisteredUserOpSaysHowToRegisterIt) {
+  const tensor x = tensor{1.0, 2.0}.to(cuda);
+  expect_error([&] { (void)mg::apply<cube_unregistered>(x); },
+               {"cube_unregistered", "no kernel on device cuda", "<metagrad/cuda.hpp>",
+                "mg::cuda::register_ops<cube_unregistered>()"});
+  // the same op runs on the CPU without registration
+  EXPECT_EQ(mg::apply<cube_unregistered>(tensor{1.0, 2.0}).to_xtensor<double>(),
+            (xt::xarray<double>{1.0, 8.0}));
+}
+
 TEST(DeviceTensor, MisuseThrowsMgError) {
   const tensor a = tensor{1.0, 2.0}.to(cuda), b{3.0, 4.0};
   expect_error([&] { (void)(a + b); },

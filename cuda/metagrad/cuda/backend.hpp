@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -31,6 +32,7 @@
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
+#include <thrust/functional.h>
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/discard_iterator.h>
@@ -133,21 +135,6 @@ struct copy_fn {
   }
 };
 
-// The element of x at linear index i of s, widened to double. See Note [Accurate sums].
-template <class T>
-struct gather_fn {
-  nd_space s;
-  nd_operand x;
-  MG_HD double operator()(std::int64_t i) const {
-    return static_cast<double>(static_cast<const T*>(x.data)[nd_offset(s, x, i)]);
-  }
-};
-
-template <class T>
-struct narrow_fn {
-  MG_HD T operator()(double v) const { return static_cast<T>(v); }
-};
-
 struct divide_by {
   std::int64_t n;
   MG_HD std::int64_t operator()(std::int64_t i) const { return i / n; }
@@ -193,8 +180,63 @@ inline void copy(const nd_space& s, mg::dtype out_t, const nd_operand& out, mg::
   });
 }
 
-inline void sum(mg::dtype d, const nd_space& s, const nd_operand& x, std::uint32_t reduced,
-                void* out) {
+struct plus_fn {
+  template <class A>
+  static A identity() {
+    return A(0);
+  }
+  template <class A>
+  MG_HD A operator()(A a, A b) const {
+    return a + b;
+  }
+};
+struct times_fn {
+  template <class A>
+  static A identity() {
+    return A(1);
+  }
+  template <class A>
+  MG_HD A operator()(A a, A b) const {
+    return a * b;
+  }
+};
+template <bool Max>
+struct extreme_fn {  // NaN wins, as in torch
+  template <class A>
+  static A identity() {
+    if constexpr (std::numeric_limits<A>::has_infinity) {
+      return Max ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
+    } else {
+      return Max ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
+    }
+  }
+  template <class A>
+  MG_HD A operator()(A a, A b) const {
+    if (a != a) return a;
+    if (b != b) return b;
+    return (Max ? b > a : b < a) ? b : a;
+  }
+};
+
+// The element of x at linear index i of s, as the accumulator type A.
+template <class T, class A>
+struct gather_as_fn {
+  nd_space s;
+  nd_operand x;
+  MG_HD A operator()(std::int64_t i) const {
+    return static_cast<A>(static_cast<const T*>(x.data)[nd_offset(s, x, i)]);
+  }
+};
+
+template <class A, class T>
+struct narrow_as_fn {
+  MG_HD T operator()(A v) const { return static_cast<T>(v); }
+};
+
+// One reduction: Op combines accumulators; sums and products accumulate in double (Note
+// [Accurate sums]), max and min in the element type.
+template <class Op, bool Wide>
+void reduce(mg::dtype d, const nd_space& s, const nd_operand& x, std::uint32_t reduced, void* out) {
   // Walk x with the kept dimensions first: then linear index / (reduced count) is the position
   // in the contiguous output.
   nd_space p;
@@ -211,27 +253,44 @@ inline void sum(mg::dtype d, const nd_space& s, const nd_operand& x, std::uint32
     }
   p.numel = s.numel;
   mg::detail::dispatch(d, [&]<class T>(std::type_identity<T>) {
-    const auto values = thrust::make_transform_iterator(index_iterator(0), gather_fn<T>{p, px});
-    T* const result = static_cast<T*>(out);  // Note [Raw device pointers]
-    if (reduced_count == s.numel) {
-      const double total = thrust::reduce(thrust::device, values, values + s.numel, 0.0);
-      thrust::fill_n(thrust::device, result, 1, static_cast<T>(total));
+    if constexpr (std::is_same_v<T, bool>) {
+      mg::detail::fail("reduce: a bool tensor; convert it first, e.g. with .to(mg::f32)");
     } else {
-      thrust::device_vector<double> sums(static_cast<std::size_t>(s.numel / reduced_count));
-      const auto keys =
-          thrust::make_transform_iterator(index_iterator(0), divide_by{reduced_count});
-      thrust::reduce_by_key(thrust::device, keys, keys + s.numel, values,
-                            thrust::make_discard_iterator(),
-                            thrust::raw_pointer_cast(sums.data()));
-      thrust::transform(thrust::device, thrust::raw_pointer_cast(sums.data()),
-                        thrust::raw_pointer_cast(sums.data()) + sums.size(), result,
-                        narrow_fn<T>{});
+      using A = std::conditional_t<Wide, double, T>;
+      const auto values =
+          thrust::make_transform_iterator(index_iterator(0), gather_as_fn<T, A>{p, px});
+      T* const result = static_cast<T*>(out);  // Note [Raw device pointers]
+      if (reduced_count == s.numel) {
+        const A total = thrust::reduce(thrust::device, values, values + s.numel,
+                                       Op::template identity<A>(), Op{});
+        thrust::fill_n(thrust::device, result, 1, static_cast<T>(total));
+      } else {
+        thrust::device_vector<A> acc(static_cast<std::size_t>(s.numel / reduced_count));
+        const auto keys =
+            thrust::make_transform_iterator(index_iterator(0), divide_by{reduced_count});
+        thrust::reduce_by_key(thrust::device, keys, keys + s.numel, values,
+                              thrust::make_discard_iterator(),
+                              thrust::raw_pointer_cast(acc.data()),
+                              thrust::equal_to<std::int64_t>{}, Op{});
+        thrust::transform(thrust::device, thrust::raw_pointer_cast(acc.data()),
+                          thrust::raw_pointer_cast(acc.data()) + acc.size(), result,
+                          narrow_as_fn<A, T>{});
+      }
     }
   });
 }
 
-inline constexpr mg::detail::backend thrust_backend{
-    "thrust", &allocate, &release, &to_host, &from_host, &fill, &copy, &sum};
+inline constexpr mg::detail::backend thrust_backend{"thrust",
+                                                    &allocate,
+                                                    &release,
+                                                    &to_host,
+                                                    &from_host,
+                                                    &fill,
+                                                    &copy,
+                                                    &reduce<plus_fn, true>,
+                                                    &reduce<times_fn, true>,
+                                                    &reduce<extreme_fn<true>, false>,
+                                                    &reduce<extreme_fn<false>, false>};
 
 template <class... Ops>
 bool register_list(op_list<Ops...>);

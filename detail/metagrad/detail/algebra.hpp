@@ -10,12 +10,23 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
+
+#include <metagrad/error.hpp>
 
 #include <metagrad/detail/config.hpp>
 #include <metagrad/types.hpp>
 
 namespace mg::detail {
+
+/// Which elements a reduction combines: all of them, or those along `dim` (negative dims count
+/// from the end); with keepdim the reduced dimensions stay, with extent 1.
+struct reduce_dims {
+  bool all = true;
+  std::int64_t dim = 0;
+  bool keepdim = false;
+};
 
 // Specialised per array family; the primary template is deliberately undefined.
 template <class X>
@@ -30,8 +41,10 @@ concept Algebra = requires { sizeof(algebra_impl<std::remove_cvref_t<X>>); };
 // Numbers (and any type whose values are 0-d: static-engine expressions specialise to this):
 // sums are the identity, broadcasts too, and matmul is the product.
 struct scalar_algebra {
-  MG_HD static constexpr auto sum(const auto& x) { return x; }
-  MG_HD static constexpr auto sum(const auto& x, std::ptrdiff_t) { return x; }
+  MG_HD static constexpr auto sum(const auto& x, const reduce_dims&) { return x; }
+  MG_HD static constexpr auto prod(const auto& x, const reduce_dims&) { return x; }
+  MG_HD static constexpr auto max(const auto& x, const reduce_dims&) { return x; }
+  MG_HD static constexpr auto min(const auto& x, const reduce_dims&) { return x; }
   MG_HD static constexpr auto unsqueeze(const auto& x, std::ptrdiff_t) { return x; }
   MG_HD static constexpr auto broadcast(const auto& x, const shape_t&) { return x; }
   MG_HD static constexpr auto sum_to(const auto& x, const shape_t&) { return x; }
@@ -48,6 +61,38 @@ struct algebra_impl<X> : scalar_algebra {};
 template <class X>
 shape_t shape_of(const X& x) {
   return algebra<X>::shape(x);
+}
+
+/// The dimension r.dim of a shape of rank `rank`, checked; op names the op in the message.
+inline std::size_t reduced_dim(const reduce_dims& r, std::size_t rank, const char* op,
+                               const shape_t& shape) {
+  const auto n = static_cast<std::int64_t>(rank);
+  const std::int64_t lo = n == 0 ? -1 : -n, hi = n == 0 ? 0 : n - 1;
+  if (r.dim < lo || r.dim > hi) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+    fail(op, ": dim ", r.dim, " is out of range for a tensor of shape ", s, "] (valid: ", lo,
+         " to ", hi, ")");
+  }
+  return n == 0 ? 0 : static_cast<std::size_t>(r.dim < 0 ? r.dim + n : r.dim);
+}
+
+/// The reduced dimensions as a bit mask, and the result's shape.
+inline std::uint32_t reduced_mask(const reduce_dims& r, const shape_t& shape, const char* op,
+                                  shape_t& out) {
+  out.clear();
+  if (shape.empty()) return 0;
+  std::uint32_t mask = 0;
+  const std::size_t d = r.all ? 0 : reduced_dim(r, shape.size(), op, shape);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const bool reduced = r.all || i == d;
+    if (reduced) mask |= std::uint32_t{1} << i;
+    if (!reduced)
+      out.push_back(shape[i]);
+    else if (r.keepdim)
+      out.push_back(1);
+  }
+  return mask;
 }
 
 }  // namespace mg::detail

@@ -69,11 +69,15 @@ struct backend {
   // out[i] = convert(in[i]) over `space`
   void (*copy)(const nd_space& space, dtype out_t, const nd_operand& out, dtype in_t,
                const nd_operand& in);
-  // out (contiguous over the dimensions of `space` not in reduced_mask) = sum of x over the
-  // dimensions in reduced_mask (bit d set: dimension d is summed). Accurate in f32: the sums are
-  // accumulated in double.
-  void (*sum)(dtype d, const nd_space& space, const nd_operand& x, std::uint32_t reduced_mask,
-              void* out);
+  // out (contiguous over the dimensions of `space` not in reduced_mask) = the sum of x over the
+  // dimensions in reduced_mask (bit d set: dimension d is summed). Accurate in f32: sums and
+  // products are accumulated in double. max and min propagate NaN, as torch's.
+  using reduction = void (*)(dtype d, const nd_space& space, const nd_operand& x,
+                             std::uint32_t reduced_mask, void* out);
+  reduction sum;
+  reduction prod;
+  reduction max;
+  reduction min;
 };
 
 /// An elementwise op's kernels on one backend. `value` is the dtype the op computes in; inputs

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -273,10 +274,66 @@ double row_sum(const T* p, std::int64_t stride, std::int64_t n) {
   return total;
 }
 
-inline void cpu_sum(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t reduced,
-                    void* out) {
-  // acc has one double per output element; `o` walks it: contiguous strides over the kept
-  // dimensions, 0 along the summed ones.
+// The reductions of the CPU backend: how each starts, combines and reads a row.
+struct sum_reduction {
+  template <class T>
+  using acc = double;
+  template <class T>
+  static double init() {
+    return 0.0;
+  }
+  static double combine(double a, double b) { return a + b; }
+  template <class T>
+  static double row(const T* p, std::int64_t stride, std::int64_t n) {
+    return row_sum(p, stride, n);
+  }
+};
+struct prod_reduction {
+  template <class T>
+  using acc = double;
+  template <class T>
+  static double init() {
+    return 1.0;
+  }
+  static double combine(double a, double b) { return a * b; }
+  template <class T>
+  static double row(const T* p, std::int64_t stride, std::int64_t n) {
+    double r = 1.0;
+    for (std::int64_t i = 0; i < n; ++i) r *= static_cast<double>(p[i * stride]);
+    return r;
+  }
+};
+template <bool Max>
+struct extreme_reduction {
+  template <class T>
+  using acc = T;
+  template <class T>
+  static T init() {
+    if constexpr (std::numeric_limits<T>::has_infinity) {
+      return Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    } else {
+      return Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+    }
+  }
+  template <class T>
+  static T combine(T a, T b) {  // NaN wins, as in torch
+    if (a != a) return a;
+    if (b != b) return b;
+    return (Max ? b > a : b < a) ? b : a;
+  }
+  template <class T>
+  static T row(const T* p, std::int64_t stride, std::int64_t n) {
+    T r = init<T>();
+    for (std::int64_t i = 0; i < n; ++i) r = combine(r, p[i * stride]);
+    return r;
+  }
+};
+
+template <class R>
+void cpu_reduce(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t reduced,
+                void* out) {
+  // acc has one accumulator per output element; `o` walks it: contiguous strides over the kept
+  // dimensions, 0 along the reduced ones.
   nd_operand o;
   std::int64_t n_out = 1;
   for (int k = s.rank - 1; k >= 0; --k) {
@@ -287,26 +344,45 @@ inline void cpu_sum(dtype d, const nd_space& s, const nd_operand& x, std::uint32
       n_out *= s.extents[k];
     }
   }
-  std::vector<double> acc(static_cast<std::size_t>(n_out), 0.0);
-  o.data = acc.data();
-  const std::int64_t so = inner_stride(s, o), sx = inner_stride(s, x);
   dispatch(d, [&]<class T>(std::type_identity<T>) {
-    const T* p = static_cast<const T*>(x.data);
-    for_each_row<2>(s, {&o, &x}, [&](const std::array<std::int64_t, 2>& off, std::int64_t n) {
-      if (so == 0) {
-        acc[static_cast<std::size_t>(off[0])] += row_sum(p + off[1], sx, n);
-      } else {
-        double* a = acc.data() + off[0];
-        const T* q = p + off[1];
-        for (std::int64_t i = 0; i < n; ++i) a[i] += static_cast<double>(q[i * sx]);
-      }
-    });
-    T* r = static_cast<T*>(out);
-    for (std::int64_t i = 0; i < n_out; ++i) r[i] = static_cast<T>(acc[static_cast<std::size_t>(i)]);
+    if constexpr (std::is_same_v<T, bool>) {
+      fail("reduce: a bool tensor; convert it first, e.g. with .to(mg::f32)");
+    } else {
+      using A = typename R::template acc<T>;
+      std::vector<A> acc(static_cast<std::size_t>(n_out), R::template init<T>());
+      o.data = acc.data();
+      const std::int64_t so = inner_stride(s, o), sx = inner_stride(s, x);
+      const T* p = static_cast<const T*>(x.data);
+      for_each_row<2>(s, {&o, &x}, [&](const std::array<std::int64_t, 2>& off, std::int64_t n) {
+        A* a = acc.data() + off[0];
+        if (so == 0) {
+          *a = R::combine(*a, static_cast<A>(R::row(p + off[1], sx, n)));
+        } else {
+          const T* q = p + off[1];
+          for (std::int64_t i = 0; i < n; ++i) a[i] = R::combine(a[i], static_cast<A>(q[i * sx]));
+        }
+      });
+      T* r = static_cast<T*>(out);
+      for (std::int64_t i = 0; i < n_out; ++i) r[i] = static_cast<T>(acc[static_cast<std::size_t>(i)]);
+    }
   });
 }
 
-inline constexpr backend cpu_backend{"cpu",    &cpu_allocate, &cpu_release, &cpu_memcpy,
-                                     &cpu_memcpy, &cpu_fill,  &cpu_copy,    &cpu_sum};
+inline void cpu_sum(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t reduced,
+                    void* out) {
+  cpu_reduce<sum_reduction>(d, s, x, reduced, out);
+}
+
+inline constexpr backend cpu_backend{"cpu",
+                                     &cpu_allocate,
+                                     &cpu_release,
+                                     &cpu_memcpy,
+                                     &cpu_memcpy,
+                                     &cpu_fill,
+                                     &cpu_copy,
+                                     &cpu_sum,
+                                     &cpu_reduce<prod_reduction>,
+                                     &cpu_reduce<extreme_reduction<true>>,
+                                     &cpu_reduce<extreme_reduction<false>>};
 
 }  // namespace mg::detail

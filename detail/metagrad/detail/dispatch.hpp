@@ -1,7 +1,9 @@
 // The one generic dispatch behind every op's public function: `mg::exp(x)`, `a + b`,
 // `mg::atan2(t, 1.0)` all become detail::call(op, args...), which picks the evaluator from the
 // arguments' family:
-//   - numbers, SIMD packs (element values) and xtensor arrays: op.forward(args...), inline;
+//   - numbers and SIMD packs (element values): op.forward(args...), inline;
+//   - xtensor arrays: one SIMD loop for an elementwise op, the op's forward for others
+//     (xt_region.hpp);
 //   - static-engine expressions: a node<Op, Args...> (<metagrad/expr.hpp>);
 //   - mg::tensor: a recorded runtime operation (<metagrad/tensor.hpp>).
 // Numbers mix with any family (a constant, a 0-d tensor of the other operand's dtype); two other
@@ -108,7 +110,8 @@ concept OperatorOperands =
 template <class Op, class... X>
 MG_HD MG_INLINE constexpr auto call(const Op& op, const X&... x) {
   using F = family_t<X...>;
-  if constexpr (std::is_same_v<F, expr_family> || std::is_same_v<F, tensor_family>) {
+  if constexpr (std::is_same_v<F, expr_family> || std::is_same_v<F, tensor_family> ||
+                std::is_same_v<F, array_family>) {
     return apply_in(F{}, op, x...);
   } else {
     return op.forward(x...);

@@ -69,7 +69,8 @@ MG_HD constexpr auto select(C c, A a, B b) {
 // tensor condition is bool; the ops' backward bodies pass conditions the engine made itself).
 template <class C, class A, class B, class W = where_op>
 requires std::is_same_v<family_t<C, A, B>, expr_family> ||
-         std::is_same_v<family_t<C, A, B>, tensor_family>
+         std::is_same_v<family_t<C, A, B>, tensor_family> ||
+         std::is_same_v<family_t<C, A, B>, array_family>
 auto select(const C& c, const A& a, const B& b) {
   return call(W{}, c, a, b);
 }

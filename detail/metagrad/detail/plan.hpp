@@ -1,7 +1,7 @@
 // Compile-time planning of a static expression: every distinct subexpression gets one value
 // slot, slots are numbered in topological order, and each slot knows its children and its uses.
 //
-// Note [Slot identity]: a subtree whose type carries no run-time state (leaves var<I>, ops with
+// Note [Slot identity]: a subtree whose type carries no run-time state (leaves arg<I>, ops with
 // no attributes) is fully determined by its type, so equal types share one slot however often
 // they occur: `t = x*y; t + sin(t)` computes x*y once. A subtree holding a constant or an op
 // attribute (the 2 in pow(x, 2)) gets one slot per occurrence, because two occurrences of the
@@ -24,7 +24,7 @@ template <class E>
 struct tree_info;
 
 template <std::size_t I>
-struct tree_info<var<I>> {
+struct tree_info<arg<I>> {
   static constexpr std::size_t count = 1, arity = 0, max_arity = 0;
   static constexpr bool stateless = true;
 };
@@ -168,13 +168,13 @@ constexpr auto make_plan() {
 template <class E>
 inline constexpr auto plan_v = make_plan<E>();
 
-// The slot holding leaf var<I>, or nslots when the expression does not use argument I.
+// The slot holding leaf arg<I>, or nslots when the expression does not use argument I.
 template <class E, std::size_t I>
-constexpr std::size_t slot_of_var() {
+constexpr std::size_t slot_of_arg() {
   constexpr auto& d = plan_v<E>;
   return [&]<std::size_t... o>(std::index_sequence<o...>) {
     std::size_t r = d.nslots;
-    ((r = std::is_same_v<occurrence_t<E, o>, var<I>> ? d.slot_of[o] : r), ...);
+    ((r = std::is_same_v<occurrence_t<E, o>, arg<I>> ? d.slot_of[o] : r), ...);
     return r;
   }
   (std::make_index_sequence<tree_info<E>::count>{});

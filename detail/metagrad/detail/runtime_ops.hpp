@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -129,17 +130,28 @@ inline tensor view_of(const tensor_impl& x, shape_t shape, shape_t strides) {
 // and views, never recorded.
 template <>
 struct algebra_impl<tensor> {
-  static tensor sum(const tensor& x) {
+  static tensor reduce(const tensor& x, const reduce_dims& r, backend::reduction backend::*kind,
+                       const char* op, double empty) {
     const auto& xi = *x.impl();
-    check_rank(xi.shape, "sum");
-    return tensor(sum_kernel(xi, (std::uint32_t{1} << xi.shape.size()) - 1, {}));
+    check_rank(xi.shape, op);
+    shape_t shape;
+    const std::uint32_t mask = reduced_mask(r, xi.shape, op, shape);
+    if (empty != empty && xi.numel() == 0)
+      fail(op, ": a tensor of shape ", shape_string(xi.shape),
+           " has no elements to reduce; ", op, " of nothing is undefined (torch refuses it too)");
+    return tensor(reduce_kernel(xi, mask, shape, kind, op, empty));
   }
-  static tensor sum(const tensor& x, std::ptrdiff_t axis) {
-    const auto& xi = *x.impl();
-    const std::size_t a = normalize_axis(axis, xi.shape.size(), "sum_axis", xi.shape);
-    shape_t shape = xi.shape;
-    shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(a));
-    return tensor(sum_kernel(xi, std::uint32_t{1} << a, shape));
+  static tensor sum(const tensor& x, const reduce_dims& r) {
+    return reduce(x, r, &backend::sum, "sum", 0.0);
+  }
+  static tensor prod(const tensor& x, const reduce_dims& r) {
+    return reduce(x, r, &backend::prod, "prod", 1.0);
+  }
+  static tensor max(const tensor& x, const reduce_dims& r) {
+    return reduce(x, r, &backend::max, "max", std::numeric_limits<double>::quiet_NaN());
+  }
+  static tensor min(const tensor& x, const reduce_dims& r) {
+    return reduce(x, r, &backend::min, "min", std::numeric_limits<double>::quiet_NaN());
   }
   static tensor unsqueeze(const tensor& x, std::ptrdiff_t axis) {
     const auto& xi = *x.impl();
@@ -207,6 +219,10 @@ struct algebra_impl<tensor> {
   }
   static tensor to_device(const tensor& x, device d) {
     return tensor(transfer_kernel(*x.impl(), d));
+  }
+  static tensor clone(const tensor& x) {
+    const auto& xi = *x.impl();
+    return tensor(copy_kernel(xi, xi.dtype(), xi.shape));
   }
   static tensor contiguous(const tensor& x) {
     const auto& xi = *x.impl();

@@ -179,6 +179,8 @@ struct pack {
 
   pack() = default;
   MG_INLINE pack(batch b) : v(b) {}
+  // a comparison's lanes as values: 1 where true, 0 where false
+  MG_INLINE pack(const pack_mask<T>& m);
   template <class S>
   requires std::is_arithmetic_v<S> MG_INLINE pack(S s) : v(static_cast<T>(s)) {}
 
@@ -338,6 +340,9 @@ struct pack_mask {
     return xsimd::select(c.v, a.v, b.v);
   }
 };
+
+template <class T>
+MG_INLINE pack<T>::pack(const pack_mask<T>& m) : v(m.as_values().v) {}
 
 // select with numbers for either or both branches, converted to packs
 template <class T, class S>

@@ -85,13 +85,13 @@ MG_HD MG_INLINE constexpr auto reduce_term(const C& c, const X& x) {
 }
 
 template <class T>
-inline constexpr bool is_var_v = false;
+inline constexpr bool is_arg_v = false;
 template <std::size_t I>
-inline constexpr bool is_var_v<var<I>> = true;
+inline constexpr bool is_arg_v<arg<I>> = true;
 template <class T>
-inline constexpr std::size_t var_index_v = 0;
+inline constexpr std::size_t arg_index_v = 0;
 template <std::size_t I>
-inline constexpr std::size_t var_index_v<var<I>> = I;
+inline constexpr std::size_t arg_index_v<arg<I>> = I;
 template <class T>
 inline constexpr bool is_cst_v = false;
 template <class T>
@@ -110,7 +110,7 @@ struct sweep_types {
   template <std::size_t s, class X = expr_of<s>>
   struct val;
   template <std::size_t s, std::size_t I>
-  struct val<s, var<I>> {
+  struct val<s, arg<I>> {
     using type = std::remove_cvref_t<decltype(at<I>(std::declval<const Args&>()))>;
   };
   template <std::size_t s, class T>
@@ -211,8 +211,8 @@ class sweep {
   template <std::size_t s>
   MG_HD MG_INLINE constexpr const auto& value() const {
     using X = typename T::template expr_of<s>;
-    if constexpr (is_var_v<X>) {
-      return at<var_index_v<X>>(args_);
+    if constexpr (is_arg_v<X>) {
+      return at<arg_index_v<X>>(args_);
     } else if constexpr (is_cst_v<X>) {
       return occurrence<plan_v<E>.rep[s]>(e_).value;
     } else {
@@ -251,7 +251,7 @@ class sweep {
   // d result / d argument I, or `zero` when the expression does not use argument I.
   template <std::size_t I, class Zero>
   MG_HD MG_INLINE constexpr auto gradient(const Seed& seed, const Zero& zero) const {
-    constexpr std::size_t s = slot_of_var<E, I>();
+    constexpr std::size_t s = slot_of_arg<E, I>();
     if constexpr (s == N) {
       return zero;
     } else if constexpr (std::is_same_v<typename T::template adj_t<s>, no_grad>) {

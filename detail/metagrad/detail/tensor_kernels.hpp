@@ -138,15 +138,21 @@ inline impl_ptr fill_kernel(const shape_t& shape, double value, dtype d, device 
   return out;
 }
 
-// Sums x over the dimensions in `reduced` (a bit per dimension) into a contiguous tensor of
-// shape `shape` (x's shape without, or with extent 1 at, the summed dimensions).
-inline impl_ptr sum_kernel(const tensor_impl& x, std::uint32_t reduced, const shape_t& shape) {
-  if (x.numel() == 0) return fill_kernel(shape, 0.0, x.dtype(), x.device());
+// Reduces x over the dimensions in `reduced` (a bit per dimension) into a contiguous tensor of
+// shape `shape` (x's shape without, or with extent 1 at, the reduced dimensions), with one of
+// the backend's reductions (sum, prod, max, min); `empty` fills the result of an empty input.
+inline impl_ptr reduce_kernel(const tensor_impl& x, std::uint32_t reduced, const shape_t& shape,
+                              backend::reduction backend::*kind, const char* op, double empty) {
+  if (x.numel() == 0) return fill_kernel(shape, empty, x.dtype(), x.device());
   auto out = make_impl(shape, x.dtype(), x.device());
-  const nd_space s = as_space(x.shape, "sum");
-  backend_of(x.device(), "sum").sum(x.dtype(), s, as_operand(x, x.strides), reduced,
-                                    out->store->data);
+  const nd_space s = as_space(x.shape, op);
+  (backend_of(x.device(), op).*kind)(x.dtype(), s, as_operand(x, x.strides), reduced,
+                                     out->store->data);
   return out;
+}
+
+inline impl_ptr sum_kernel(const tensor_impl& x, std::uint32_t reduced, const shape_t& shape) {
+  return reduce_kernel(x, reduced, shape, &backend::sum, "sum", 0.0);
 }
 
 // Sum of x over the dimensions along which `shape` was broadcast to x's shape.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -178,6 +179,44 @@ inline tensor tensor::contiguous() const {
   const auto& xi = detail::operand(*this, "contiguous");
   if (xi.is_contiguous()) return *this;
   return detail::call(contiguous_op{}, *this);
+}
+
+inline tensor tensor::clone() const {
+  detail::operand(*this, "clone");
+  return detail::call(clone_op{}, *this);
+}
+inline tensor clone(const tensor& t) { return t.clone(); }
+
+inline tensor zeros_like(const tensor& t) {
+  return zeros(t.shape(), {.dtype = t.dtype(), .device = t.device()});
+}
+inline tensor ones_like(const tensor& t) {
+  return ones(t.shape(), {.dtype = t.dtype(), .device = t.device()});
+}
+inline tensor full_like(const tensor& t, double value) {
+  return full(t.shape(), value, {.dtype = t.dtype(), .device = t.device()});
+}
+inline tensor randn_like(const tensor& t) {
+  return randn(t.shape(), {.dtype = t.dtype(), .device = t.device()});
+}
+
+inline std::ostream& operator<<(std::ostream& os, const tensor& t) {
+  if (!t.defined()) return os << "tensor(undefined)";
+  const auto v = t.to_xtensor<double>();
+  const std::size_t n = v.size(), shown = n <= 12 ? n : 6;
+  os << "tensor([";
+  for (std::size_t i = 0; i < n; ++i) {
+    if (n > 12 && i == shown) {
+      os << ", ...";
+      i = n - shown;
+    }
+    os << (i ? ", " : "") << v.flat(i);
+  }
+  os << "], shape=" << detail::shape_string(t.shape()) << ", dtype=" << detail::dtype_name(t.dtype())
+     << ", device=" << detail::device_name(t.device());
+  if (t.requires_grad()) os << ", requires_grad=true";
+  if (t.grad_fn()) os << ", grad_fn=" << t.grad_fn()->name();
+  return os << ")";
 }
 
 inline tensor tensor::sum() const { return mg::sum(*this); }

@@ -93,9 +93,9 @@ struct xt_gemm_operand {
   }
 };
 
-// xt_sum (below) of an expression with strided memory behind it, read along its strides.
-template <class A>
-auto xt_sum_strided(const A& a, std::uint32_t reduced) {
+// xt_reduce (below) of an expression with strided memory behind it, read along its strides.
+template <class R, class A>
+auto xt_reduce_strided(const A& a, std::uint32_t reduced) {
   using T = std::remove_cv_t<xt_value_t<A>>;
   std::vector<std::size_t> kept;
   nd_space s;
@@ -112,39 +112,54 @@ auto xt_sum_strided(const A& a, std::uint32_t reduced) {
     if (!((reduced >> d) & 1u)) kept.push_back(a.shape()[static_cast<std::size_t>(d)]);
   xt::xarray<T> r = xt::xarray<T>::from_shape(kept);
   if (a.size() == 0) {
-    r.fill(T(0));
+    r.fill(static_cast<T>(R::template init<T>()));
   } else {
-    cpu_sum(dtype_of<T>(), s, in, reduced, r.data());
+    cpu_reduce<R>(dtype_of<T>(), s, in, reduced, r.data());
   }
   return r;
 }
 
 // The sum of x over the axes in `reduced` (a bit per axis), accumulated in double (Note
 // [Accurate sums] in cpu_backend.hpp); x is read in place when it has strided memory.
-template <class X>
-auto xt_sum(const X& x, std::uint32_t reduced) {
+template <class R = sum_reduction, class X>
+auto xt_reduce(const X& x, std::uint32_t reduced) {
   using T = std::remove_cv_t<xt_value_t<X>>;
   if constexpr (XtStridedOf<X, T>) {
-    return xt_sum_strided(x, reduced);
+    return xt_reduce_strided<R>(x, reduced);
   } else {
-    return xt_sum_strided(xt::xarray<T>(x), reduced);
+    return xt_reduce_strided<R>(xt::xarray<T>(x), reduced);
   }
+}
+template <class X>
+auto xt_sum(const X& x, std::uint32_t reduced) {
+  return xt_reduce<sum_reduction>(x, reduced);
+}
+
+// A reduction of x as r says, keepdim included.
+template <class R, class X>
+auto xt_reduce_dims(const X& x, const reduce_dims& r, const char* op) {
+  const shape_t shape(x.shape().begin(), x.shape().end());
+  shape_t out;
+  const std::uint32_t mask = reduced_mask(r, shape, op, out);
+  auto a = xt_reduce<R>(x, mask);
+  if (r.keepdim) a.reshape(std::vector<std::size_t>(out.begin(), out.end()));
+  return a;
 }
 
 template <class X>
 requires XtExpr<X>
 struct algebra_impl<X> {
-  static auto sum(const auto& x) {
-    return xt_sum(x, static_cast<std::uint32_t>((std::uint64_t{1} << x.dimension()) - 1));
+  static auto sum(const auto& x, const reduce_dims& r) {
+    return xt_reduce_dims<sum_reduction>(x, r, "sum");
   }
-  static auto sum(const auto& x, std::ptrdiff_t axis) {
-    using T = xt_value_t<decltype(x)>;
-    const auto d = static_cast<std::ptrdiff_t>(x.dimension());
-    if (axis < -d || axis >= d)
-      fail("sum: axis ", axis, " is out of range for shape ", shape_string(x.shape()),
-           "; use an axis in [", -d, ", ", d - 1, "]");
-    const std::size_t a = static_cast<std::size_t>(axis < 0 ? axis + d : axis);
-    return xt::xarray<T>(xt_sum(x, std::uint32_t{1} << a));
+  static auto prod(const auto& x, const reduce_dims& r) {
+    return xt_reduce_dims<prod_reduction>(x, r, "prod");
+  }
+  static auto max(const auto& x, const reduce_dims& r) {
+    return xt_reduce_dims<extreme_reduction<true>>(x, r, "max");
+  }
+  static auto min(const auto& x, const reduce_dims& r) {
+    return xt_reduce_dims<extreme_reduction<false>>(x, r, "min");
   }
   // axis counts in the result, which has one dimension more than g
   static auto unsqueeze(const auto& g, std::ptrdiff_t axis) {

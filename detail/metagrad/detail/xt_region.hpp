@@ -5,7 +5,7 @@
 // every maximal subtree of elementwise ops becomes ONE node, node<region_op<Inner, K>, In...>.
 // Its inputs In are the subtree's boundary: leaves, and the outputs of shaped ops (sum along an
 // axis, matmul); constants stay inside. Inner is the subtree itself with input k replaced by
-// var<k>. So `tanh(matmul(x, w) + b) * 0.5` is matmul, then one region over (matmul, b):
+// arg<k>. So `tanh(matmul(x, w) + b) * 0.5` is matmul, then one region over (matmul, b):
 //   - forward: one SIMD loop computes the region's value (numpy broadcasting between inputs of
 //     different shapes, which are copied to the common shape first);
 //   - backward: one loop recomputes the values in registers and writes the gradient of every
@@ -91,9 +91,9 @@ struct sum_sink {
 // Packs per block of the element loop. See Note [Blocked sums].
 inline constexpr std::size_t loop_block = 64;
 
-// Runs the sweep of `inner` (elementwise, over var<0..K-1>) on elements [0, n) of the sources:
+// Runs the sweep of `inner` (elementwise, over arg<0..K-1>) on elements [0, n) of the sources:
 // SIMD packs, then a scalar tail. The value goes to `value`; with Backward, the reverse sweep
-// runs with the seed's element, and the gradient of var<I_j> goes to grads' sink j.
+// runs with the seed's element, and the gradient of arg<I_j> goes to grads' sink j.
 template <class T, bool Backward, std::size_t... I, class Inner, class Srcs, class Seed,
           class VSink, class GSinks>
 MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, const Srcs& srcs,
@@ -138,7 +138,7 @@ dims region_dims(const cst<T>&, const std::array<dims, K>&) {
   return {};
 }
 template <std::size_t I, std::size_t K>
-dims region_dims(const var<I>&, const std::array<dims, K>& in) {
+dims region_dims(const arg<I>&, const std::array<dims, K>& in) {
   return in[I];
 }
 template <class Op, class... A, std::size_t K>
@@ -223,6 +223,41 @@ template <class X>
 struct value_type_of {
   using type = X;  // a number
 };
+
+// The element type a region computes in: the common type of its array inputs (numbers do not
+// promote, as on tensors), double when all are numbers; bool arrays (comparison results) count
+// as double.
+template <class A, class B>
+struct region_join {
+  using type = std::common_type_t<A, B>;
+};
+template <class B>
+struct region_join<void, B> {
+  using type = B;
+};
+template <class A>
+struct region_join<A, void> {
+  using type = A;
+};
+template <>
+struct region_join<void, void> {
+  using type = void;
+};
+template <class... A>
+struct region_fold {
+  using type = void;
+};
+template <class A, class... R>
+struct region_fold<A, R...> {
+  using type = typename region_join<A, typename region_fold<R...>::type>::type;
+};
+template <class A>
+using region_array_t = std::conditional_t<XtExpr<A>, typename value_type_of<A>::type, void>;
+template <class... X>
+struct region_value {
+  using found = typename region_fold<region_array_t<X>...>::type;
+  using type = std::conditional_t<std::is_floating_point_v<found>, found, double>;
+};
 template <XtExpr X>
 struct value_type_of<X> {
   using type = std::remove_cv_t<xt_value_t<X>>;
@@ -232,12 +267,14 @@ struct value_type_of<X> {
 template <class Inner, std::size_t K>
 struct region_op {
   static constexpr const char* name = "elementwise";
+  // it materialises arrays: the evaluators apply it as a whole, never per element
+  static constexpr bool elementwise = false;
   Inner inner;
 
   template <class... X>
   auto forward(const X&... x) const {
     static_assert(sizeof...(X) == K);
-    using T = std::common_type_t<typename value_type_of<X>::type...>;
+    using T = typename region_value<X...>::type;
     if constexpr (!(XtExpr<X> || ...)) {
       return scalar_sweep<T, false>(T(0), x...).first;
     } else {
@@ -293,7 +330,7 @@ struct region_op {
 
   template <class G, class... X>
   auto backward_of(const G& g, const X&... x) const {
-    using T = std::common_type_t<typename value_type_of<X>::type...>;
+    using T = typename region_value<X...>::type;
     if constexpr (!XtExpr<G> && !(XtExpr<X> || ...)) {
       return scalar_sweep<T, true>(static_cast<T>(g), x...).second;
     } else {
@@ -344,6 +381,23 @@ struct region_op {
     return s.total();
   }
 };
+
+// The array family of detail::call: an elementwise op applied to xtensor arrays (in the backward
+// of a reduction, on the general path) runs as a region of one op, so its body only ever sees
+// numbers and packs (Note [Lazy locals]) and comparisons are elementwise (xtensor's == is not);
+// comparisons give 0/1 in the region's type. Any other op evaluates its forward on the arrays.
+template <class Op, class... X>
+auto apply_in(array_family, const Op& op, const X&... x) {
+  if constexpr (is_elementwise<Op>()) {
+    return [&]<std::size_t... k>(std::index_sequence<k...>) {
+      using Inner = node<Op, arg<k>...>;
+      return region_op<Inner, sizeof...(X)>{Inner{op, {}}}.forward(x...);
+    }
+    (std::index_sequence_for<X...>{});
+  } else {
+    return op.forward(x...);
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // The rewrite. See Note [Regions].
@@ -444,13 +498,13 @@ inline constexpr std::size_t child_holding_occurrence = [] {
 }();
 
 // The region's inner expression: boundary occurrence i (counted from Start) becomes
-// var<Map::value.input[i]>.
+// arg<Map::value.input[i]>.
 template <class Map, std::size_t Start, class E>
 constexpr auto rebuild(const E& e) {
   if constexpr (is_cst_v<E>) {
     return e;
   } else if constexpr (!elementwise_node_v<E>) {
-    return var<Map::value.input[Start]>{};
+    return arg<Map::value.input[Start]>{};
   } else {
     return [&]<class Op, class... A>(const node<Op, A...>& n) {
       return [&]<std::size_t... j>(std::index_sequence<j...>) {

@@ -1,6 +1,6 @@
-// Conversions of mg::tensor: to another dtype, to another device, to contiguous memory. Their
-// public functions are tensor's members: `x.to(mg::f64)`, `x.to(mg::device::cuda)`,
-// `x.contiguous()`.
+// Conversions of mg::tensor: to another dtype, to another device, to contiguous memory, and a
+// copy. Their public functions are tensor's members: `x.to(mg::f64)`, `x.to(mg::device::cuda)`,
+// `x.contiguous()`, `x.clone()` (also `mg::clone(x)`).
 #pragma once
 
 #include <metagrad/concepts.hpp>
@@ -39,6 +39,16 @@ struct contiguous_op {
   static auto backward(const auto&, const auto&, const auto& g) { return g; }
 };
 
-using conversion_ops = op_list<to_dtype_op, to_device_op, contiguous_op>;
+/// A copy that owns its storage (torch's clone): recorded, with the identity as its gradient.
+struct clone_op {
+  static constexpr const char* name = "clone";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::nothing;
+  static auto forward(const auto& x) { return detail::algebra<decltype(x)>::clone(x); }
+  // d/dx copy(x) = 1
+  static auto backward(const auto&, const auto&, const auto& g) { return g; }
+};
+
+using conversion_ops = op_list<to_dtype_op, to_device_op, contiguous_op, clone_op>;
 
 }  // namespace mg

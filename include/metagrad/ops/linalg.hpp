@@ -24,7 +24,7 @@ struct matmul_op {
   }
   // d/dA (A B) = G B^T, d/dB (A B) = A^T G
   static auto backward(const auto& a, const auto& b, const auto&, const auto& g) {
-    return grads{matmul(g, transpose(b)), matmul(transpose(a), g)};
+    return grads{mg::matmul(g, mg::transpose(b)), mg::matmul(mg::transpose(a), g)};
   }
 };
 template <class A, class B>

@@ -1,4 +1,9 @@
-// Reductions: sum of all elements, sum along an axis.
+// Reductions: sum, prod, max, min, mean, norm, var (all elements, or along one dim, with
+// keepdim), and logsumexp (a composite).
+//
+// A reduction's forward is a backend kernel (algebra<X>: sums and products accumulate in double,
+// Note [Accurate sums]); its backward is written with the ops' public functions, so that it is
+// itself differentiable.
 #pragma once
 
 #include <cstddef>
@@ -7,44 +12,242 @@
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/algebra.hpp>
 #include <metagrad/detail/dispatch.hpp>
+#include <metagrad/ops/arithmetic.hpp>
+#include <metagrad/ops/comparison.hpp>
 #include <metagrad/ops/list.hpp>
+#include <metagrad/ops/math.hpp>
 #include <metagrad/ops/shape.hpp>
 
 namespace mg {
 
-/// sum of all elements: a 0-d result.
+namespace detail {
+// g, a reduction's result (or its gradient), broadcast back to the shape of the reduced x.
+template <class G, class X>
+auto unreduce(const G& g, const X& x, const reduce_dims& r) {
+  if constexpr (std::is_same_v<family_t<G>, expr_family> ||
+                std::is_same_v<family_t<G>, number_family>) {
+    return g;  // 0-d values: nothing was reduced
+  } else {
+    const shape_t s = shape_of(x);
+    if (r.all || r.keepdim || s.empty()) return mg::expand(g, s);
+    const auto d = static_cast<std::int64_t>(reduced_dim(r, s.size(), "sum", s));
+    return mg::expand(mg::unsqueeze(g, d), s);
+  }
+}
+}  // namespace detail
+
+/// The sum of all elements, or along `dim`.
 struct sum_op {
   static constexpr const char* name = "sum";
   static constexpr bool elementwise = false;
   static constexpr auto saves = saved::inputs;
-  static auto forward(const auto& x) { return detail::algebra<decltype(x)>::sum(x); }
-  // d/dx_i sum(x) = 1: g broadcast to the shape of x
-  static auto backward(const auto& x, const auto&, const auto& g) {
-    return expand(g, detail::shape_of(x));
+  detail::reduce_dims r;
+  auto forward(const auto& x) const { return detail::algebra<decltype(x)>::sum(x, r); }
+  // d/dx_i sum(x) = 1: g broadcast back to the shape of x
+  auto backward(const auto& x, const auto&, const auto& g) const {
+    return detail::unreduce(g, x, r);
   }
 };
 template <class X>
 requires detail::Operands<X>
 auto sum(const X& x) { return detail::call(sum_op{}, x); }
+template <class X>
+requires detail::Operands<X>
+auto sum(const X& x, std::int64_t dim, bool keepdim) {
+  return detail::call(sum_op{{false, dim, keepdim}}, x);
+}
 
-/// sum along one axis (negative axes count from the end); the axis is removed.
-struct sum_axis_op {
-  static constexpr const char* name = "sum_axis";
+/// The product of all elements, or along `dim`. Zeros are handled exactly: with one zero in a
+/// slice, its gradient is the product of the others; with two or more, every gradient is 0.
+struct prod_op {
+  static constexpr const char* name = "prod";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::inputs;
-  std::ptrdiff_t axis;
-  auto forward(const auto& x) const { return detail::algebra<decltype(x)>::sum(x, axis); }
-  // d/dx_ij sum_j(x) = 1: g gets its axis back and is broadcast along it
-  auto backward(const auto& x, const auto&, const auto& g) const {
-    return expand(unsqueeze(g, axis), detail::shape_of(x));
+  static constexpr auto saves = saved::both;
+  detail::reduce_dims r;
+  auto forward(const auto& x) const { return detail::algebra<decltype(x)>::prod(x, r); }
+  // d/dx_i prod(x) = prod_{j != i} x_j: y / x_i without zeros, else the product of the others
+  auto backward(const auto& x, const auto& y, const auto& g) const {
+    using detail::unreduce;
+    const auto zero = mg::eq(x, 0);
+    const auto zeros = unreduce(detail::call(sum_op{r}, mg::where(zero, 1.0, 0.0)), x, r);
+    const auto others = unreduce(detail::call(prod_op{r}, mg::where(zero, 1.0, x)), x, r);
+    const auto ge = unreduce(g, x, r);
+    return mg::where(mg::eq(zeros, 0), ge * unreduce(y, x, r) / mg::where(zero, 1.0, x),
+                 mg::where(mg::eq(zeros, 1), mg::where(zero, ge * others, 0.0), 0.0));
   }
 };
 template <class X>
 requires detail::Operands<X>
-auto sum(const X& x, std::int64_t axis) {
-  return detail::call(sum_axis_op{static_cast<std::ptrdiff_t>(axis)}, x);
+auto prod(const X& x) { return detail::call(prod_op{}, x); }
+template <class X>
+requires detail::Operands<X>
+auto prod(const X& x, std::int64_t dim, bool keepdim = false) {
+  return detail::call(prod_op{{false, dim, keepdim}}, x);
 }
 
-using reduction_ops = op_list<sum_op, sum_axis_op>;
+namespace detail {
+// The gradient of a max or min: g split evenly among the elements equal to the result.
+template <class X, class Y, class G>
+auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r) {
+  const auto hit = mg::eq(x, unreduce(y, x, r));
+  const auto count = call(sum_op{r}, mg::where(hit, 1.0, 0.0));
+  return mg::where(hit, unreduce(g / count, x, r), 0.0);
+}
+}  // namespace detail
+
+/// The largest element, or the largest along `dim` (values). NaN propagates. The gradient is
+/// split evenly among the elements equal to the result (torch 1.13's for max() of all elements).
+struct max_op {
+  static constexpr const char* name = "max";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::both;
+  detail::reduce_dims r;
+  auto forward(const auto& x) const { return detail::algebra<decltype(x)>::max(x, r); }
+  // d/dx_i max(x) = 1/k at the k elements equal to the max, else 0
+  auto backward(const auto& x, const auto& y, const auto& g) const {
+    return detail::extreme_gradient(x, y, g, r);
+  }
+};
+template <class X>
+requires detail::Operands<X>
+auto max(const X& x) { return detail::call(max_op{}, x); }
+template <class X>
+requires detail::Operands<X>
+auto max(const X& x, std::int64_t dim, bool keepdim = false) {
+  return detail::call(max_op{{false, dim, keepdim}}, x);
+}
+
+/// The smallest element, or the smallest along `dim` (values); as max.
+struct min_op {
+  static constexpr const char* name = "min";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::both;
+  detail::reduce_dims r;
+  auto forward(const auto& x) const { return detail::algebra<decltype(x)>::min(x, r); }
+  // d/dx_i min(x) = 1/k at the k elements equal to the min, else 0
+  auto backward(const auto& x, const auto& y, const auto& g) const {
+    return detail::extreme_gradient(x, y, g, r);
+  }
+};
+template <class X>
+requires detail::Operands<X>
+auto min(const X& x) { return detail::call(min_op{}, x); }
+template <class X>
+requires detail::Operands<X>
+auto min(const X& x, std::int64_t dim, bool keepdim = false) {
+  return detail::call(min_op{{false, dim, keepdim}}, x);
+}
+
+/// The L2 norm of all elements, or along `dim`; its gradient is 0 where the norm is 0.
+struct norm_op {
+  static constexpr const char* name = "norm";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::both;
+  detail::reduce_dims r;
+  auto forward(const auto& x) const {
+    using std::sqrt;
+    return sqrt(detail::algebra<decltype(x)>::sum(mg::square(x), r));
+  }
+  // d/dx_i |x| = x_i / |x| (0 where |x| = 0)
+  auto backward(const auto& x, const auto& y, const auto& g) const {
+    using detail::unreduce;
+    return detail::call(mul_op{}, x, unreduce(g / mg::where(mg::eq(y, 0), 1.0, y), x, r));
+  }
+};
+template <class X>
+requires detail::Operands<X>
+auto norm(const X& x) { return detail::call(norm_op{}, x); }
+template <class X>
+requires detail::Operands<X>
+auto norm(const X& x, std::int64_t dim, bool keepdim = false) {
+  return detail::call(norm_op{{false, dim, keepdim}}, x);
+}
+
+namespace detail {
+// The number of elements a reduction of x combines.
+template <class X>
+double reduced_count(const X& x, const reduce_dims& r, const char* op) {
+  const shape_t s = shape_of(x);
+  if (s.empty()) return 1.0;
+  if (!r.all) return static_cast<double>(s[reduced_dim(r, s.size(), op, s)]);
+  double n = 1;
+  for (auto e : s) n *= static_cast<double>(e);
+  return n;
+}
+}  // namespace detail
+
+/// The mean of all elements, or along `dim`.
+struct mean_op {
+  static constexpr const char* name = "mean";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::inputs;
+  detail::reduce_dims r;
+  auto forward(const auto& x) const {
+    return detail::call(div_op{}, detail::algebra<decltype(x)>::sum(x, r),
+                        detail::reduced_count(x, r, "mean"));
+  }
+  // d/dx_i mean(x) = 1/n
+  auto backward(const auto& x, const auto&, const auto& g) const {
+    return detail::call(div_op{}, detail::unreduce(g, x, r), detail::reduced_count(x, r, "mean"));
+  }
+};
+template <class X>
+requires detail::Operands<X>
+auto mean(const X& x) { return detail::call(mean_op{}, x); }
+template <class X>
+requires detail::Operands<X>
+auto mean(const X& x, std::int64_t dim, bool keepdim = false) {
+  return detail::call(mean_op{{false, dim, keepdim}}, x);
+}
+
+/// The variance of all elements, or along `dim`: the squared deviations from the mean summed
+/// and divided by n - 1 (unbiased, torch's default) or n.
+struct var_op {
+  static constexpr const char* name = "var";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::inputs;
+  detail::reduce_dims r;
+  bool unbiased = true;
+  auto centered(const auto& x) const {  // x - mean(x), the mean kept along the reduced dims
+    detail::reduce_dims keep = r;
+    keep.keepdim = true;
+    return detail::call(sub_op{}, x, detail::call(mean_op{keep}, x));
+  }
+  double divisor(const auto& x) const {
+    return detail::reduced_count(x, r, "var") - (unbiased ? 1.0 : 0.0);
+  }
+  auto forward(const auto& x) const {
+    return detail::call(div_op{},
+                        detail::algebra<decltype(x)>::sum(mg::square(centered(x)), r), divisor(x));
+  }
+  // d/dx_i var(x) = 2 (x_i - mean) / (n - ddof)
+  auto backward(const auto& x, const auto&, const auto& g) const {
+    return detail::call(mul_op{}, centered(x),
+                        detail::call(div_op{}, detail::unreduce(g, x, r), divisor(x) / 2));
+  }
+};
+template <class X>
+requires detail::Operands<X>
+auto var(const X& x, bool unbiased = true) { return detail::call(var_op{{}, unbiased}, x); }
+template <class X>
+requires detail::Operands<X>
+auto var(const X& x, std::int64_t dim, bool unbiased = true, bool keepdim = false) {
+  return detail::call(var_op{{false, dim, keepdim}, unbiased}, x);
+}
+
+/// log(sum(exp(x))) of all elements or along `dim`, computed stably (shifted by the max; a
+/// composite whose gradient is softmax(x)).
+template <class X>
+requires detail::Operands<X>
+auto logsumexp(const X& x) {
+  return log(mg::sum(exp(x - max(x)))) + max(x);
+}
+template <class X>
+requires detail::Operands<X>
+auto logsumexp(const X& x, std::int64_t dim, bool keepdim = false) {
+  return log(mg::sum(exp(x - max(x, dim, true)), dim, keepdim)) + max(x, dim, keepdim);
+}
+
+using reduction_ops = op_list<sum_op, prod_op, max_op, min_op, norm_op, mean_op, var_op>;
 
 }  // namespace mg

@@ -24,7 +24,7 @@ requires detail::Operands<X>
 auto transpose(const X& x);
 template <class X>
 requires detail::Operands<X>
-auto sum(const X& x, std::int64_t axis);
+auto sum(const X& x, std::int64_t dim, bool keepdim = false);
 
 /// x broadcast (numpy rules) to `shape`.
 struct expand_op {
@@ -35,7 +35,7 @@ struct expand_op {
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::broadcast(x, shape); }
   // d/dx expand(x) = g summed back over the broadcast dimensions
   auto backward(const auto& x, const auto&, const auto& g) const {
-    return sum_to(g, detail::shape_of(x));
+    return mg::sum_to(g, detail::shape_of(x));
   }
 };
 template <class X>
@@ -51,7 +51,7 @@ struct sum_to_op {
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::sum_to(x, shape); }
   // d/dx sum_to(x) = g broadcast back to x's shape
   auto backward(const auto& x, const auto&, const auto& g) const {
-    return expand(g, detail::shape_of(x));
+    return mg::expand(g, detail::shape_of(x));
   }
 };
 template <class X>
@@ -66,7 +66,7 @@ struct unsqueeze_op {
   std::ptrdiff_t axis;
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::unsqueeze(x, axis); }
   // d/dx unsqueeze(x) = g without the inserted axis (a sum over one element)
-  auto backward(const auto&, const auto&, const auto& g) const { return sum(g, axis); }
+  auto backward(const auto&, const auto&, const auto& g) const { return mg::sum(g, axis); }
 };
 template <class X>
 requires detail::Operands<X>
@@ -81,7 +81,7 @@ struct transpose_op {
   static constexpr auto saves = saved::nothing;
   static auto forward(const auto& x) { return detail::algebra<decltype(x)>::transpose(x); }
   // d/dx x^T = g^T
-  static auto backward(const auto&, const auto&, const auto& g) { return transpose(g); }
+  static auto backward(const auto&, const auto&, const auto& g) { return mg::transpose(g); }
 };
 template <class X>
 requires detail::Operands<X>
