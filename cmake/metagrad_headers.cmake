@@ -34,6 +34,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/gemm.hpp
   detail/metagrad/detail/simd.hpp
   detail/metagrad/detail/tuple.hpp
+  detail/metagrad/detail/type_list.hpp
   detail/metagrad/detail/type_name.hpp
   # the static engine
   detail/metagrad/detail/plan.hpp

@@ -106,6 +106,17 @@ constexpr bool is_differentiable() {
   }
 }
 
+// Does F run on SIMD packs? Yes unless it says `static constexpr bool simd = false` (its body uses
+// a function packs lack): then every evaluator runs it on numbers only.
+template <class F>
+constexpr bool simd_enabled() {
+  if constexpr (requires { F::simd; }) {
+    return F::simd;
+  } else {
+    return true;
+  }
+}
+
 // What F's backward reads: its `saves` member, else everything.
 template <class F>
 constexpr saved saves_of() {

@@ -1,8 +1,9 @@
 // Custom operations on mg::tensor, one verb for both kinds:
 //
 // - `mg::apply<F>(x...)` with a ctx-free op F (mg::StaticOp, like the built-ins in
-//   <metagrad/ops/elementwise.hpp>): F::forward runs on the tensors without recording, and the
-//   node's backward is F::backward on tensors. The same struct also works in the static engine.
+//   <metagrad/ops/>): exactly what a built-in op does (detail::call): an elementwise F runs as one
+//   kernel from its struct on the tensors' device, and its node's backward is one fused kernel
+//   (Note [One formula]). The same struct also works in the static engine.
 // - `mg::apply<F>(x...)` with an `mg::Function` F: torch.autograd.Function as a struct with
 //   `static mg::tensor forward(mg::context&, const mg::tensor&...)` and
 //   `static mg::tensor_list backward(mg::context&, const mg::tensor_list&)`.

@@ -140,3 +140,16 @@ TEST(Tensor, Conveniences) {
   big << mg::zeros({20});
   EXPECT_NE(big.str().find("0, 0, ..., 0"), std::string::npos) << big.str();
 }
+
+TEST(Tensor, NumbersTakeTheFloatingOperandsDtype) {
+  const mg::tensor x{-1.0f, 2.0f};
+  const mg::tensor w = mg::where(x > 0, 0.5, x);  // 0.5 is a float, not the condition's bool
+  EXPECT_EQ(w.dtype(), mg::f32);
+  EXPECT_EQ(w.to_xtensor<double>(), (xt::xarray<double>{-1.0, 0.5}));
+  EXPECT_EQ(((x > 0) + 0.5).to_xtensor<double>(), (xt::xarray<double>{0.5, 1.5}));
+  EXPECT_EQ((x > 0).dtype(), mg::b8);
+  // an integer second argument of var is a dim, a bool is `unbiased`
+  const mg::tensor m{{1.0, 2.0}, {3.0, 6.0}};
+  EXPECT_EQ(mg::var(m, 0).to_xtensor<double>(), (xt::xarray<double>{2.0, 8.0}));
+  EXPECT_DOUBLE_EQ(mg::var(m, false).item<double>(), 3.5);
+}

@@ -1,5 +1,5 @@
-// Static engine on float/double: every scalar op through the harness, DAG sharing, grad of
-// grad, custom ops, and the argument/return conventions of grad and value_and_grad.
+// Static engine on float/double beyond the op table (tests/ops): DAG sharing, grad of grad,
+// custom ops, and the argument/return conventions of grad and value_and_grad.
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -11,40 +11,6 @@
 
 using mg_test::check_static;
 
-TEST(StaticScalar, Add) {
-  check_static([](auto a, auto b) { return a + b; }, 0.7, -1.3);
-}
-TEST(StaticScalar, Sub) {
-  check_static([](auto a, auto b) { return a - b; }, 0.7, -1.3);
-}
-TEST(StaticScalar, Mul) {
-  check_static([](auto a, auto b) { return a * b; }, 0.7, -1.3);
-}
-TEST(StaticScalar, Div) {
-  check_static([](auto a, auto b) { return a / b; }, 0.7, -1.3);
-}
-TEST(StaticScalar, Neg) {
-  check_static([](auto a) { return -a; }, 0.7);
-}
-TEST(StaticScalar, Exp) {
-  check_static([](auto a) { return exp(a); }, 0.7);
-}
-TEST(StaticScalar, Log) {
-  check_static([](auto a) { return log(a); }, 0.7);
-}
-TEST(StaticScalar, Sin) {
-  check_static([](auto a) { return sin(a); }, 0.7);
-}
-TEST(StaticScalar, Cos) {
-  check_static([](auto a) { return cos(a); }, 0.7);
-}
-TEST(StaticScalar, Tanh) {
-  check_static([](auto a) { return tanh(a); }, 0.7);
-}
-TEST(StaticScalar, PowScalarExponent) {
-  check_static([](auto a) { return pow(a, 3.5); }, 0.7);
-  check_static([](auto a) { return pow(a, -2); }, 1.7);
-}
 TEST(StaticScalar, SumAndMatmulOfScalars) {
   check_static([](auto a, auto b) { return mg::sum(a * b) + mg::matmul(a, b); }, 0.7, -1.3);
 }

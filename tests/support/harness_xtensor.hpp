@@ -96,9 +96,11 @@ void check_xt_arrays(const F& f, const std::vector<std::vector<std::size_t>>& sh
     EXPECT_EQ(std::vector<std::size_t>(r.shape().begin(), r.shape().end()),
               std::vector<std::size_t>(y.shape().begin(), y.shape().end()))
         << "xtensor vs runtime shape";
-    if (r.size() == y.size())
-      for (std::size_t j = 0; j < y.size(); ++j)
+    if (r.size() == y.size()) {
+      for (std::size_t j = 0; j < y.size(); ++j) {
         EXPECT_TRUE(near_rel(y.flat(j), r.flat(j), 1e-12)) << "xtensor vs runtime value " << j;
+      }
+    }
   }
   xt::xarray<double> w = xt::xarray<double>::from_shape(y.shape());
   std::uniform_real_distribution<double> u(0.5, 1.5);

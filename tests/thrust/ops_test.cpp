@@ -31,40 +31,17 @@ constexpr uniform_array positive{0.5, 2.5};
 
 }  // namespace
 
-TEST(ThrustOps, Add) {
-  check_thrust_all([](auto a, auto b) { return a + b; }, wide, wide);
-}
-TEST(ThrustOps, Sub) {
-  check_thrust_all([](auto a, auto b) { return a - b; }, wide, wide);
-}
-TEST(ThrustOps, Mul) {
-  check_thrust_all([](auto a, auto b) { return a * b; }, wide, wide);
-}
-TEST(ThrustOps, Div) {
-  check_thrust_all([](auto a, auto b) { return a / b; }, wide, positive);
-}
-TEST(ThrustOps, Neg) {
-  check_thrust_all([](auto a) { return -a; }, wide);
-}
-TEST(ThrustOps, Exp) {
-  check_thrust_all([](auto a) { return exp(a); }, wide);
-}
-TEST(ThrustOps, Log) {
-  check_thrust_all([](auto a) { return log(a); }, positive);
-}
-TEST(ThrustOps, Sin) {
-  check_thrust_all([](auto a) { return sin(a); }, wide);
-}
-TEST(ThrustOps, Cos) {
-  check_thrust_all([](auto a) { return cos(a); }, wide);
-}
-TEST(ThrustOps, Tanh) {
-  check_thrust_all([](auto a) { return tanh(a); }, wide);
-}
-TEST(ThrustOps, PowScalarExponent) {
-  check_thrust_all([](auto a) { return pow(a, 3.5); }, positive);
-  check_thrust_all([](auto a) { return pow(a, -2); }, positive);
-  check_thrust_all([](auto a) { return pow(a, 2) + pow(a, 3); }, wide);  // distinct exponents
+
+// Each op alone goes through the op table (tests/ops, with its mg::cuda leg on CPP/OMP); here the
+// elementwise families meet in one expression, which this file also runs on a GPU (nvcc).
+TEST(ThrustOps, EveryElementwiseFamilyInOneExpression) {
+  check_thrust_all(
+      [](auto a, auto b) {
+        return mg::sigmoid(a) * b + sqrt(b * b + 1) - mg::relu(a - b) / (2 + tanh(a)) +
+               mg::maximum(a, b) * log1p(b * b) + mg::where(a > b, exp(a), cos(b)) +
+               pow(b, 3) - atan2(a, b + 3) + erf(a) * mg::clamp(b, -0.5, 0.5);
+      },
+      wide, positive);
 }
 
 TEST(ThrustOps, ComposedExpression) {

@@ -212,9 +212,7 @@ struct extreme_fn {  // NaN wins, as in torch
   }
   template <class A>
   MG_HD A operator()(A a, A b) const {
-    if (a != a) return a;
-    if (b != b) return b;
-    return (Max ? b > a : b < a) ? b : a;
+    return mg::detail::pick_extreme<Max>(a, b);
   }
 };
 

@@ -1,7 +1,7 @@
 // The Thrust backend's function transforms: mg::cuda::map, vjp, grad, value_and_grad and sum.
 //
 // Each evaluates an elementwise function over device arrays with ONE thrust::transform whose
-// functor runs the static engine on the element values of one index (see kernels.hpp). Compiled
+// functor runs the static engine on the element values of one index (see functors.hpp). Compiled
 // by nvcc it is one fused CUDA kernel; compiled by a host compiler with
 // THRUST_DEVICE_SYSTEM_CPP or _OMP it is a serial or OpenMP loop, which is how it is tested.
 #pragma once

@@ -10,12 +10,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <type_traits>
 
-#include <metagrad/error.hpp>
-
+#include <metagrad/detail/broadcast.hpp>
 #include <metagrad/detail/config.hpp>
+#include <metagrad/error.hpp>
 #include <metagrad/types.hpp>
 
 namespace mg::detail {
@@ -68,12 +67,9 @@ inline std::size_t reduced_dim(const reduce_dims& r, std::size_t rank, const cha
                                const shape_t& shape) {
   const auto n = static_cast<std::int64_t>(rank);
   const std::int64_t lo = n == 0 ? -1 : -n, hi = n == 0 ? 0 : n - 1;
-  if (r.dim < lo || r.dim > hi) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-    fail(op, ": dim ", r.dim, " is out of range for a tensor of shape ", s, "] (valid: ", lo,
-         " to ", hi, ")");
-  }
+  if (r.dim < lo || r.dim > hi)
+    fail(op, ": dim ", r.dim, " is out of range for a tensor of shape ", shape_string(shape),
+         " (valid: ", lo, " to ", hi, ")");
   return n == 0 ? 0 : static_cast<std::size_t>(r.dim < 0 ? r.dim + n : r.dim);
 }
 

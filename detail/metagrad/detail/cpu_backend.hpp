@@ -59,16 +59,6 @@ inline std::int64_t inner_stride(const nd_space& s, const nd_operand& o) {
   return s.rank == 0 ? 0 : o.strides[s.rank - 1];
 }
 
-// Does Op run on SIMD packs? Yes unless it says `static constexpr bool simd = false`.
-template <class Op>
-constexpr bool simd_enabled() {
-  if constexpr (requires { Op::simd; }) {
-    return Op::simd;
-  } else {
-    return true;
-  }
-}
-
 // Note [nvcc and packs]: nvcc rejects SIMD types in the host-device functions the op bodies
 // instantiate (mg::grads' constructor: "contains a vector, which is not supported in device
 // code"), so a translation unit compiled by nvcc runs the CPU kernels on numbers. Both variants
@@ -316,10 +306,8 @@ struct extreme_reduction {
     }
   }
   template <class T>
-  static T combine(T a, T b) {  // NaN wins, as in torch
-    if (a != a) return a;
-    if (b != b) return b;
-    return (Max ? b > a : b < a) ? b : a;
+  static T combine(T a, T b) {
+    return pick_extreme<Max>(a, b);
   }
   template <class T>
   static T row(const T* p, std::int64_t stride, std::int64_t n) {

@@ -6,8 +6,8 @@
 //     (xt_region.hpp);
 //   - static-engine expressions: a node<Op, Args...> (<metagrad/expr.hpp>);
 //   - mg::tensor: a recorded runtime operation (<metagrad/tensor.hpp>).
-// Numbers mix with any family (a constant, a 0-d tensor of the other operand's dtype); two other
-// families do not mix. A class joins a family by naming it: `using mg_family = ...;`. The
+// Numbers mix with any family (a constant; on tensors a 0-d tensor of the floating operands'
+// dtype); two other families do not mix. A class joins a family by naming it: `using mg_family = ...;`. The
 // families' implementations are found by argument-dependent lookup of apply_in(family, op,
 // args...) where the call is instantiated, so this header knows no family and no op.
 #pragma once

@@ -70,6 +70,14 @@ MG_HD MG_INLINE void backward_element(const Op& op, const nd_operand* in, const 
   (store_gradient<k, T>(b, grads[k], goff[k]), ...);
 }
 
+// The larger (Max) or smaller of a and b, NaN winning as in torch: every backend's max and min.
+template <bool Max, class A>
+MG_HD MG_INLINE A pick_extreme(A a, A b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  return (Max ? b > a : b < a) ? b : a;
+}
+
 // Merges neighbouring dimensions that every operand walks as one (a contiguous tensor becomes
 // rank 1) and drops extent-1 dimensions, so that kernels compute fewer index divisions.
 inline void coalesce(nd_space& s, nd_operand* const* ops, std::size_t count) {

@@ -4,8 +4,8 @@
 //     computes the value on their device (tensor_kernels.hpp), and a node is recorded.
 //   - Any other op: its forward runs on tensors against algebra<tensor> (kernels and views; it
 //     records nothing), and a node is recorded whose backward is the struct's (nodes.hpp).
-// A C++ number among the operands becomes a 0-d tensor of the first tensor's dtype and device
-// (numbers do not promote, as in torch).
+// A C++ number among the operands becomes a 0-d tensor of the first floating tensor's dtype (so
+// numbers do not promote, as in torch) on their device.
 #pragma once
 
 #include <array>
@@ -36,13 +36,31 @@ inline const tensor_impl& operand(const tensor& t, const char* op) {
   return *t.impl();
 }
 
+// A number among an op's operands: a 0-d tensor of the first floating operand's dtype (f64 when
+// none is floating, so that bool and i64 tensors meet 0.5 as 0.5) on their device.
 template <class X>
-tensor as_tensor(const X& x, const tensor& like) {
+tensor as_tensor(const X& x, const tensor& like, dtype number_dtype) {
   if constexpr (std::is_same_v<X, tensor>) {
     return x;
   } else {
-    return tensor(fill_kernel({}, static_cast<double>(x), like.dtype(), like.device()));
+    return tensor(fill_kernel({}, static_cast<double>(x), number_dtype, like.device()));
   }
+}
+
+template <class... X>
+dtype number_dtype(const X&... x) {
+  dtype d = dtype::f64;
+  bool found = false;
+  const auto visit = [&](const auto& a) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(a)>, tensor>) {
+      if (!found && a.defined() && is_floating(a.dtype())) {
+        d = a.dtype();
+        found = true;
+      }
+    }
+  };
+  (visit(x), ...);
+  return d;
 }
 
 template <class X, class... R>
@@ -102,10 +120,11 @@ template <class Op, class... X>
 tensor apply_in(tensor_family, const Op& op, const X&... x) {
   const tensor& like = first_tensor(x...);
   operand(like, op_name<Op>());
+  const dtype nd = number_dtype(x...);
   if constexpr (is_elementwise<Op>()) {
-    return elementwise_apply(op, as_tensor(x, like)...);
+    return elementwise_apply(op, as_tensor(x, like, nd)...);
   } else {
-    return shaped_apply(op, as_tensor(x, like)...);
+    return shaped_apply(op, as_tensor(x, like, nd)...);
   }
 }
 

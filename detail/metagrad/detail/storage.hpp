@@ -2,7 +2,7 @@
 //
 // Note [Storage interface]: a storage is a block of bytes (data, nbytes) of one dtype on one
 // device, with a release function chosen by the backend that allocated it and a version counter.
-// The rest of the runtime engine only reads these fields; allocate() is in backend.hpp.
+// The rest of the runtime engine only reads these fields; allocate() is in tensor_kernels.hpp.
 //
 // Note [Version counter]: every in-place write bumps `version`. Views share the storage and so
 // share the counter; saving a tensor for backward records the version, and unpacking it checks

@@ -16,7 +16,10 @@
 #include <metagrad/detail/runtime_ops.hpp>
 #include <metagrad/detail/tensor_kernels.hpp>
 #include <metagrad/error.hpp>
-#include <metagrad/ops.hpp>
+#include <metagrad/ops/arithmetic.hpp>
+#include <metagrad/ops/conversion.hpp>
+#include <metagrad/ops/reductions.hpp>
+#include <metagrad/ops/shape.hpp>
 #include <metagrad/tensor_class.hpp>
 
 namespace mg {

@@ -146,6 +146,9 @@ auto xt_reduce_dims(const X& x, const reduce_dims& r, const char* op) {
   return a;
 }
 
+template <class G>
+auto reduce_to_shape(const G& g, const std::vector<std::size_t>& xs);
+
 template <class X>
 requires XtExpr<X>
 struct algebra_impl<X> {
@@ -183,9 +186,16 @@ struct algebra_impl<X> {
     return xt::xarray<T>(reduce_to_shape(x, s));
   }
   static shape_t shape(const auto& x) { return shape_t(x.shape().begin(), x.shape().end()); }
-  // A view (no copy): it only ever feeds matmul, which hands it to BLAS as a transposed
-  // operand. The view refers to x, which outlives the backward expression that uses it.
-  static auto transpose(const auto& x) { return xt::transpose(x); }
+  // x with its last two axes swapped (the identity below 2-D), as on tensors: a view (no copy),
+  // which matmul hands to BLAS as a transposed operand. It refers to x, which outlives the
+  // backward expression that uses it.
+  static auto transpose(const auto& x) {
+    const std::size_t n = x.dimension();
+    std::vector<std::size_t> perm(n);
+    for (std::size_t i = 0; i < n; ++i) perm[i] = i;
+    if (n >= 2) std::swap(perm[n - 1], perm[n - 2]);
+    return xt::transpose(x, std::move(perm));
+  }
   static auto matmul(const auto& a, const auto& b) {
     using T = std::common_type_t<xt_value_t<decltype(a)>, xt_value_t<decltype(b)>>;
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,

@@ -30,6 +30,7 @@
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/broadcast.hpp>
 #include <metagrad/detail/config.hpp>
+#include <metagrad/detail/type_list.hpp>
 #include <metagrad/detail/type_name.hpp>
 #include <metagrad/expr.hpp>
 #include <metagrad/detail/plan.hpp>
@@ -94,6 +95,12 @@ inline constexpr std::size_t loop_block = 64;
 // Runs the sweep of `inner` (elementwise, over arg<0..K-1>) on elements [0, n) of the sources:
 // SIMD packs, then a scalar tail. The value goes to `value`; with Backward, the reverse sweep
 // runs with the seed's element, and the gradient of arg<I_j> goes to grads' sink j.
+// Do all ops of an expression run on SIMD packs (none says simd = false)?
+template <class E>
+inline constexpr bool simd_tree_v = true;
+template <class Op, class... A>
+inline constexpr bool simd_tree_v<node<Op, A...>> = simd_enabled<Op>() && (simd_tree_v<A> && ...);
+
 template <class T, bool Backward, std::size_t... I, class Inner, class Srcs, class Seed,
           class VSink, class GSinks>
 MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, const Srcs& srcs,
@@ -119,11 +126,13 @@ MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, cons
   };
   using P = pack<T>;
   std::size_t i = 0;
-  while (i + P::size <= n) {
-    const std::size_t packs = std::min((n - i) / P::size, loop_block);
-    for (std::size_t j = 0; j < packs; ++j, i += P::size) body(std::type_identity<P>{}, i);
-    value.flush();
-    std::apply([](auto&... s) { (s.flush(), ...); }, gsinks);
+  if constexpr (simd_tree_v<Inner>) {
+    while (i + P::size <= n) {
+      const std::size_t packs = std::min((n - i) / P::size, loop_block);
+      for (std::size_t j = 0; j < packs; ++j, i += P::size) body(std::type_identity<P>{}, i);
+      value.flush();
+      std::apply([](auto&... s) { (s.flush(), ...); }, gsinks);
+    }
   }
   for (; i < n; ++i) body(std::type_identity<T>{}, i);
 }
@@ -401,23 +410,6 @@ auto apply_in(array_family, const Op& op, const X&... x) {
 
 // ---------------------------------------------------------------------------------------------
 // The rewrite. See Note [Regions].
-
-template <class... T>
-struct type_list {};
-template <class... L>
-struct concat;
-template <>
-struct concat<> {
-  using type = type_list<>;
-};
-template <class... A>
-struct concat<type_list<A...>> {
-  using type = type_list<A...>;
-};
-template <class... A, class... B, class... R>
-struct concat<type_list<A...>, type_list<B...>, R...> {
-  using type = typename concat<type_list<A..., B...>, R...>::type;
-};
 
 template <class E>
 inline constexpr bool elementwise_node_v = false;

@@ -106,24 +106,24 @@ struct where_op {
   }
 };
 
-namespace detail {
-// where's condition, checked on tensors: it must be bool (a comparison's result).
-template <class C>
-void check_condition(const C& c) {
+template <class C, class A, class B>
+requires detail::Operands<C, A, B> &&
+         (!std::is_same_v<detail::family_t<C, A, B>, detail::tensor_family>)
+MG_HD constexpr auto where(const C& c, const A& a, const B& b) {
+  return detail::call(where_op{}, c, a, b);
+}
+// On tensors the condition is checked: it must be bool (a comparison's result).
+template <class C, class A, class B>
+requires detail::Operands<C, A, B> &&
+         std::is_same_v<detail::family_t<C, A, B>, detail::tensor_family>
+auto where(const C& c, const A& a, const B& b) {
   if constexpr (requires { c.dtype(); }) {
     if (c.defined() && c.dtype() != dtype::b8)
-      fail("where: the condition has dtype ", dtype_name(c.dtype()), " (shape ",
-           shape_string(c.shape()),
-           "); it must be a bool tensor: compare, e.g. mg::where(x > 0, a, b), or convert with "
-           ".to(mg::b8)");
+      detail::fail("where: the condition has dtype ", detail::dtype_name(c.dtype()), " (shape ",
+                   detail::shape_string(c.shape()),
+                   "); it must be a bool tensor: compare, e.g. mg::where(x > 0, a, b), or convert "
+                   "with .to(mg::b8)");
   }
-}
-}  // namespace detail
-
-template <class C, class A, class B>
-requires detail::Operands<C, A, B>
-MG_HD constexpr auto where(const C& c, const A& a, const B& b) {
-  detail::check_condition(c);
   return detail::call(where_op{}, c, a, b);
 }
 

@@ -16,23 +16,23 @@ namespace mg {
 template <class X>
 requires detail::Operands<X>
 auto softmax(const X& x, std::int64_t dim) {
-  const auto e = exp(x - max(x, dim, true));
-  return e / sum(e, dim, true);
+  const auto e = mg::exp(x - mg::max(x, dim, true));
+  return detail::call(div_op{}, e, mg::sum(e, dim, true));
 }
 
 /// log(softmax(x)) along `dim`, without forming softmax (no log of 0 for very negative x).
 template <class X>
 requires detail::Operands<X>
 auto log_softmax(const X& x, std::int64_t dim) {
-  const auto shifted = x - max(x, dim, true);
-  return shifted - log(sum(exp(shifted), dim, true));
+  const auto shifted = detail::call(sub_op{}, x, mg::max(x, dim, true));
+  return detail::call(sub_op{}, shifted, mg::log(mg::sum(mg::exp(shifted), dim, true)));
 }
 
 /// mean((input - target)^2) over all elements (torch's reduction='mean').
 template <class A, class B>
 requires detail::Operands<A, B>
 auto mse_loss(const A& input, const B& target) {
-  return mean(square(input - target));
+  return mg::mean(mg::square(input - target));
 }
 
 }  // namespace mg

@@ -6,6 +6,7 @@
 // itself differentiable.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 
@@ -228,11 +229,15 @@ struct var_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto var(const X& x, bool unbiased = true) { return detail::call(var_op{{}, unbiased}, x); }
-template <class X>
-requires detail::Operands<X>
-auto var(const X& x, std::int64_t dim, bool unbiased = true, bool keepdim = false) {
-  return detail::call(var_op{{false, dim, keepdim}, unbiased}, x);
+auto var(const X& x) { return detail::call(var_op{{}, true}, x); }
+template <class X, class B>
+requires detail::Operands<X> && std::same_as<B, bool>
+auto var(const X& x, B unbiased) { return detail::call(var_op{{}, unbiased}, x); }
+// an integer second argument is a dim (var(x, 0) is along dim 0, as in torch)
+template <class X, std::integral D>
+requires detail::Operands<X> && (!std::same_as<D, bool>)
+auto var(const X& x, D dim, bool unbiased = true, bool keepdim = false) {
+  return detail::call(var_op{{false, static_cast<std::int64_t>(dim), keepdim}, unbiased}, x);
 }
 
 /// log(sum(exp(x))) of all elements or along `dim`, computed stably (shifted by the max; a
@@ -240,12 +245,15 @@ auto var(const X& x, std::int64_t dim, bool unbiased = true, bool keepdim = fals
 template <class X>
 requires detail::Operands<X>
 auto logsumexp(const X& x) {
-  return log(mg::sum(exp(x - max(x)))) + max(x);
+  const auto m = mg::max(x);
+  return detail::call(add_op{}, mg::log(mg::sum(mg::exp(x - m))), m);
 }
 template <class X>
 requires detail::Operands<X>
 auto logsumexp(const X& x, std::int64_t dim, bool keepdim = false) {
-  return log(mg::sum(exp(x - max(x, dim, true)), dim, keepdim)) + max(x, dim, keepdim);
+  return detail::call(add_op{},
+                      mg::log(mg::sum(mg::exp(x - mg::max(x, dim, true)), dim, keepdim)),
+                      mg::max(x, dim, keepdim));
 }
 
 using reduction_ops = op_list<sum_op, prod_op, max_op, min_op, norm_op, mean_op, var_op>;
