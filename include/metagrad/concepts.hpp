@@ -127,9 +127,11 @@ constexpr saved saves_of() {
   }
 }
 template <class F>
-inline constexpr bool saves_inputs_v = saves_of<F>() == saved::inputs || saves_of<F>() == saved::both;
+inline constexpr bool saves_inputs_v = saves_of<F>() == saved::inputs
+                                       || saves_of<F>() == saved::both;
 template <class F>
-inline constexpr bool saves_output_v = saves_of<F>() == saved::output || saves_of<F>() == saved::both;
+inline constexpr bool saves_output_v = saves_of<F>() == saved::output
+                                       || saves_of<F>() == saved::both;
 
 template <class F>
 constexpr bool backward_count_ok() {
@@ -144,7 +146,7 @@ constexpr bool backward_count_ok() {
 
 /// A ctx-free operation usable in both engines and on both backends.
 template <class F>
-concept StaticOp = std::is_default_constructible_v<F> && (detail::op_arity<F>() > 0) &&
+concept StaticOp = std::is_default_constructible_v<F> &&(detail::op_arity<F>() > 0) &&
                    (!detail::is_differentiable<F>() ||
                     (detail::has_backward<F, detail::op_arity<F>()>() &&
                      detail::backward_count_ok<F>()));

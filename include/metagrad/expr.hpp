@@ -91,8 +91,8 @@ MG_HD constexpr auto operator+(X&& x) {
 /// auto df = mg::grad([](auto x) { return mg::apply<softplus>(x * x); })(0.5);
 /// ```
 template <class F, class... A>
-requires((Expr<A> || ...) || (std::is_arithmetic_v<std::remove_cvref_t<A>> && ...))
-MG_HD constexpr auto apply(const A&... a) {
+requires((Expr<A> || ...) || (std::is_arithmetic_v<std::remove_cvref_t<A>> && ...)) MG_HD
+    constexpr auto apply(const A&... a) {
   detail::diagnose_static_op<F>();
   static_assert(sizeof...(A) == detail::op_arity<F>(),
                 "metagrad: apply<F> got a different number of inputs than F::forward takes");

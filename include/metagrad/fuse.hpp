@@ -148,7 +148,9 @@ struct fused_node final : graph_node {
     const auto xs = as_arrays<T>(x, ks);
     const xt::xarray<T> seed = g.template to_xtensor<T>();
     const auto r = std::apply(
-        [&](const auto&... a) { return evaluator<xtensor_family>::template vjp<k...>(f, seed, a...); },
+        [&](const auto&... a) {
+          return evaluator<xtensor_family>::template vjp<k...>(f, seed, a...);
+        },
         xs);
     return {tensor(xt::xarray<T>(std::get<k>(r)))...};
   }
@@ -216,8 +218,8 @@ struct fused_fn {
   template <class T, class Node, class... A>
   tensor forward_and_gradients(Node& n, const A&... x) const {
     auto [v, g] = [&]<std::size_t... k>(std::index_sequence<k...>) {
-      return evaluator<xtensor_family>::template value_and_grad<k...>(f,
-                                                                   x.template to_xtensor<T>()...);
+      return evaluator<xtensor_family>::template value_and_grad<k...>(
+          f, x.template to_xtensor<T>()...);
     }
     (std::index_sequence_for<A...>{});
     [&]<std::size_t... k>(std::index_sequence<k...>) {

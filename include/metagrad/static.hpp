@@ -22,7 +22,8 @@ namespace detail {
 // Static-engine expressions are 0-d arrays (grad of grad on scalar functions).
 template <class X>
 requires Expr<X>
-struct algebra_impl<X> : scalar_algebra {};
+struct algebra_impl<X> : scalar_algebra {
+};
 
 // Which evaluator a list of argument types selects. Each family's header specialises
 // evaluator<> (numbers and expressions here, xtensor in <metagrad/xtensor.hpp>, mg::tensor in

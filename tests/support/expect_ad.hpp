@@ -55,7 +55,8 @@ template <class F, std::size_t N>
 constexpr bool invocable_with() {
   return []<std::size_t... I>(std::index_sequence<I...>) {
     return std::is_invocable_v<const F&, mg::detail::number<I>...>;
-  }(std::make_index_sequence<N>{});
+  }
+  (std::make_index_sequence<N>{});
 }
 
 template <class F>

@@ -88,7 +88,7 @@ void check_runtime(const F& f, X... xs) {
 
 struct array_options {
   mg::dtype dtype = mg::f64;
-  double lo = -1.0, hi = 1.0;  // inputs are uniform in [lo, hi]
+  double lo = -1.0, hi = 1.0;                       // inputs are uniform in [lo, hi]
   std::vector<std::pair<double, double>> ranges{};  // per input, when given: [lo, hi] of each
   std::uint64_t seed = 7;
   bool second_order = true;

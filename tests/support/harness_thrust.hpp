@@ -8,8 +8,8 @@
 //   3. mg::cuda::vjp with a random cotangent g against g[i] times the CPU gradient, and
 //      vjp<I> of each single argument against the full vjp;
 //   4. in float64, a central finite difference of f at a few indices against the gradients.
-// An argument is mg_test::uniform_array{lo, hi} (a device array of n values drawn from [lo, hi]) or a
-// number (broadcast). Float64 agrees to 1e-12 relative; float32 to 1e-5.
+// An argument is mg_test::uniform_array{lo, hi} (a device array of n values drawn from [lo, hi]) or
+// a number (broadcast). Float64 agrees to 1e-12 relative; float32 to 1e-5.
 #pragma once
 
 #include <cmath>

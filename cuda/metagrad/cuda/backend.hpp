@@ -32,8 +32,8 @@
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
-#include <thrust/functional.h>
 #include <thrust/for_each.h>
+#include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/discard_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -267,8 +267,7 @@ void reduce(mg::dtype d, const nd_space& s, const nd_operand& x, std::uint32_t r
         const auto keys =
             thrust::make_transform_iterator(index_iterator(0), divide_by{reduced_count});
         thrust::reduce_by_key(thrust::device, keys, keys + s.numel, values,
-                              thrust::make_discard_iterator(),
-                              thrust::raw_pointer_cast(acc.data()),
+                              thrust::make_discard_iterator(), thrust::raw_pointer_cast(acc.data()),
                               thrust::equal_to<std::int64_t>{}, Op{});
         thrust::transform(thrust::device, thrust::raw_pointer_cast(acc.data()),
                           thrust::raw_pointer_cast(acc.data()) + acc.size(), result,

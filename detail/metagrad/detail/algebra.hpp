@@ -35,7 +35,9 @@ template <class X>
 using algebra = algebra_impl<std::remove_cvref_t<X>>;
 
 template <class X>
-concept Algebra = requires { sizeof(algebra_impl<std::remove_cvref_t<X>>); };
+concept Algebra = requires {
+  sizeof(algebra_impl<std::remove_cvref_t<X>>);
+};
 
 // Numbers (and any type whose values are 0-d: static-engine expressions specialise to this):
 // sums are the identity, broadcasts too, and matmul is the product.
@@ -54,7 +56,8 @@ struct scalar_algebra {
 
 template <class X>
 requires std::is_arithmetic_v<X>
-struct algebra_impl<X> : scalar_algebra {};
+struct algebra_impl<X> : scalar_algebra {
+};
 
 /// The shape of x in its family (numbers and expressions: 0-d).
 template <class X>

@@ -1,5 +1,6 @@
 // The backward engine (torch's autograd engine): a topological traversal of the recorded graph
-// with an explicit worklist, never recursion (a chain of a million nodes runs on the default stack).
+// with an explicit worklist, never recursion (a chain of a million nodes runs on the default
+// stack).
 //
 // Note [Dependencies]: a first pass from the roots counts, for every reachable node, the edges
 // that point to it. A node runs once all of them have delivered their gradient (the sum of which
@@ -178,4 +179,3 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
 }
 
 }  // namespace mg::detail
-

@@ -64,9 +64,10 @@ inline std::int64_t inner_stride(const nd_space& s, const nd_operand& o) {
 // code"), so a translation unit compiled by nvcc runs the CPU kernels on numbers. Both variants
 // compute the same values; the linker keeps one for the program.
 template <class Op, class T>
-inline constexpr bool vectorized_v = !MG_NVCC && simd_enabled<Op>() &&
-                                     (std::is_same_v<T, float> || std::is_same_v<T, double>) &&
-                                     std::is_same_v<forward_result_t<Op, T>, T>;
+inline constexpr bool vectorized_v =
+    !MG_NVCC && simd_enabled<Op>() &&
+    (std::is_same_v<T, float> ||
+     std::is_same_v<T, double>)&&std::is_same_v<forward_result_t<Op, T>, T>;
 
 template <class T>
 MG_INLINE pack<T> pack_at(const T* p, std::int64_t stride, std::int64_t i) {
@@ -144,8 +145,8 @@ void cpu_forward_typed(const Op& op, const nd_space& s, const nd_operand& out,
 }
 
 template <class Op, class T>
-void cpu_backward_typed(const Op& op, const nd_space& s, const nd_operand* in,
-                        const nd_operand& y, const nd_operand& g, const nd_operand* grads) {
+void cpu_backward_typed(const Op& op, const nd_space& s, const nd_operand* in, const nd_operand& y,
+                        const nd_operand& g, const nd_operand* grads) {
   constexpr std::size_t N = op_arity<Op>();
   constexpr std::size_t K = 2 * N + 2;  // inputs, y, g, gradients
   std::array<const nd_operand*, K> ops{};
@@ -318,8 +319,7 @@ struct extreme_reduction {
 };
 
 template <class R>
-void cpu_reduce(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t reduced,
-                void* out) {
+void cpu_reduce(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t reduced, void* out) {
   // acc has one accumulator per output element; `o` walks it: contiguous strides over the kept
   // dimensions, 0 along the reduced ones.
   nd_operand o;
@@ -351,7 +351,8 @@ void cpu_reduce(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t r
         }
       });
       T* r = static_cast<T*>(out);
-      for (std::int64_t i = 0; i < n_out; ++i) r[i] = static_cast<T>(acc[static_cast<std::size_t>(i)]);
+      for (std::int64_t i = 0; i < n_out; ++i)
+        r[i] = static_cast<T>(acc[static_cast<std::size_t>(i)]);
     }
   });
 }

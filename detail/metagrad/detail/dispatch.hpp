@@ -7,9 +7,9 @@
 //   - static-engine expressions: a node<Op, Args...> (<metagrad/expr.hpp>);
 //   - mg::tensor: a recorded runtime operation (<metagrad/tensor.hpp>).
 // Numbers mix with any family (a constant; on tensors a 0-d tensor of the floating operands'
-// dtype); two other families do not mix. A class joins a family by naming it: `using mg_family = ...;`. The
-// families' implementations are found by argument-dependent lookup of apply_in(family, op,
-// args...) where the call is instantiated, so this header knows no family and no op.
+// dtype); two other families do not mix. A class joins a family by naming it: `using mg_family =
+// ...;`. The families' implementations are found by argument-dependent lookup of apply_in(family,
+// op, args...) where the call is instantiated, so this header knows no family and no op.
 #pragma once
 
 #include <type_traits>
@@ -41,46 +41,11 @@ struct family_of_impl<T> {
 template <class T>
 using family_of_t = typename family_of_impl<std::remove_cvref_t<T>>::type;
 
+// Two families joined: a number joins anything, equal families stay, anything else is void.
 template <class A, class B>
-struct join2 {
-  using type = void;
-};
-template <class A>
-struct join2<A, A> {
-  using type = A;
-};
-template <class A>
-struct join2<number_family, A> {
-  using type = A;
-};
-template <class A>
-struct join2<A, number_family> {
-  using type = A;
-};
-template <>
-struct join2<number_family, number_family> {
-  using type = number_family;
-};
-template <class B>
-struct join2<void, B> {
-  using type = void;
-};
-template <class A>
-struct join2<A, void> {
-  using type = void;
-};
-template <>
-struct join2<void, void> {
-  using type = void;
-};
-template <>
-struct join2<void, number_family> {
-  using type = void;
-};
-template <>
-struct join2<number_family, void> {
-  using type = void;
-};
+using join2_t = std::conditional_t<
+    std::is_same_v<A, number_family>, B,
+    std::conditional_t<std::is_same_v<B, number_family> || std::is_same_v<A, B>, A, void>>;
 
 template <class... F>
 struct join;
@@ -90,7 +55,7 @@ struct join<F> {
 };
 template <class F, class G, class... R>
 struct join<F, G, R...> {
-  using type = typename join<typename join2<F, G>::type, R...>::type;
+  using type = typename join<join2_t<F, G>, R...>::type;
 };
 template <class... X>
 using family_t = typename join<family_of_t<X>...>::type;
@@ -102,8 +67,7 @@ concept Operands = (!std::is_void_v<family_of_t<X>> && ...) && !std::is_void_v<f
 /// Operands of an operator (+, -, *, /, comparisons) defined by metagrad: at least one is an
 /// expression or a tensor (numbers and packs have their own operators).
 template <class... X>
-concept OperatorOperands =
-    Operands<X...> &&
+concept OperatorOperands = Operands<X...> &&
     (std::is_same_v<family_t<X...>, expr_family> || std::is_same_v<family_t<X...>, tensor_family>);
 
 // Applies op to args in the evaluator of their family. See the comment at the top.

@@ -18,8 +18,7 @@ namespace mg::detail {
 // x^p for a constant exponent: an integral p with |p| <= 64 multiplies (exponentiation by
 // squaring) and never calls std::pow, which is both faster and exact for negative bases.
 template <class X>
-requires std::is_arithmetic_v<X>
-MG_HD constexpr auto power(X x, double p) {
+requires std::is_arithmetic_v<X> MG_HD constexpr auto power(X x, double p) {
   using T = std::conditional_t<std::is_floating_point_v<X>, X, double>;
   if (p == static_cast<double>(static_cast<long long>(p)) && p >= -64 && p <= 64) {
     long long n = static_cast<long long>(p);
@@ -39,8 +38,7 @@ MG_HD constexpr auto power(X x, double p) {
 
 // Any other element type (a pack) or an expression/tensor: its own pow, found by ADL.
 template <class X>
-requires(!std::is_arithmetic_v<X>)
-MG_HD constexpr auto power(const X& x, double p) {
+requires(!std::is_arithmetic_v<X>) MG_HD constexpr auto power(const X& x, double p) {
   return pow(x, p);
 }
 
@@ -60,7 +58,7 @@ MG_HD constexpr auto like(const X&, S s) {
 // the mask that their comparisons return.
 template <class C, class A, class B>
 requires std::is_arithmetic_v<C> && std::is_arithmetic_v<A> && std::is_arithmetic_v<B>
-MG_HD constexpr auto select(C c, A a, B b) {
+    MG_HD constexpr auto select(C c, A a, B b) {
   using T = std::common_type_t<A, B>;
   return c ? static_cast<T>(a) : static_cast<T>(b);
 }
@@ -69,10 +67,8 @@ MG_HD constexpr auto select(C c, A a, B b) {
 // tensor condition is bool; the ops' backward bodies pass conditions the engine made itself).
 template <class C, class A, class B, class W = where_op>
 requires std::is_same_v<family_t<C, A, B>, expr_family> ||
-         std::is_same_v<family_t<C, A, B>, tensor_family> ||
-         std::is_same_v<family_t<C, A, B>, array_family>
-auto select(const C& c, const A& a, const B& b) {
-  return call(W{}, c, a, b);
-}
+    std::is_same_v<family_t<C, A, B>, tensor_family> ||
+    std::is_same_v<family_t<C, A, B>, array_family>
+auto select(const C& c, const A& a, const B& b) { return call(W{}, c, a, b); }
 
 }  // namespace mg::detail

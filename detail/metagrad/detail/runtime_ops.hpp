@@ -1,7 +1,7 @@
 // The tensor family of detail::call: how the runtime engine applies any op struct to mg::tensor.
 //   - An elementwise op: operands are checked (defined, one device), converted to the dtype the
-//     op computes in (recorded; Note [Elementwise dtypes]), broadcast; ONE kernel from the op struct
-//     computes the value on their device (tensor_kernels.hpp), and a node is recorded.
+//     op computes in (recorded; Note [Elementwise dtypes]), broadcast; ONE kernel from the op
+//     struct computes the value on their device (tensor_kernels.hpp), and a node is recorded.
 //   - Any other op: its forward runs on tensors against algebra<tensor> (kernels and views; it
 //     records nothing), and a node is recorded whose backward is the struct's (nodes.hpp).
 // A C++ number among the operands becomes a 0-d tensor of the first floating tensor's dtype (so
@@ -156,8 +156,8 @@ struct algebra_impl<tensor> {
     shape_t shape;
     const std::uint32_t mask = reduced_mask(r, xi.shape, op, shape);
     if (empty != empty && xi.numel() == 0)
-      fail(op, ": a tensor of shape ", shape_string(xi.shape),
-           " has no elements to reduce; ", op, " of nothing is undefined (torch refuses it too)");
+      fail(op, ": a tensor of shape ", shape_string(xi.shape), " has no elements to reduce; ", op,
+           " of nothing is undefined (torch refuses it too)");
     return tensor(reduce_kernel(xi, mask, shape, kind, op, empty));
   }
   static tensor sum(const tensor& x, const reduce_dims& r) {
@@ -211,8 +211,7 @@ struct algebra_impl<tensor> {
     const auto& bi = *b.impl();
     check_same_device(ai, bi, "matmul");
     if (ai.device() != device::cpu)
-      fail("matmul: the operands (shapes ", shape_string(ai.shape), " and ",
-           shape_string(bi.shape),
+      fail("matmul: the operands (shapes ", shape_string(ai.shape), " and ", shape_string(bi.shape),
            ") are on device cuda; matrix products on the device come with cuBLAS in a later "
            "release: move them with .to(mg::device::cpu)");
     if (ai.shape.size() != 2 || bi.shape.size() != 2)
@@ -227,7 +226,7 @@ struct algebra_impl<tensor> {
       fail("matmul: expected both operands of one floating dtype, got ", dtype_name(ai.dtype()),
            " and ", dtype_name(bi.dtype()), "; convert one with .to(mg::",
            dtype_name(ai.dtype() == dtype::f64 || bi.dtype() == dtype::f64 ? dtype::f64
-                                                                             : dtype::f32),
+                                                                           : dtype::f32),
            ")");
     return tensor(matmul_kernel(ai, bi));
   }

@@ -363,18 +363,17 @@ requires std::is_arithmetic_v<S1> && std::is_arithmetic_v<S2> MG_INLINE pack<T> 
 
 // A number as the condition (a constant compared, in a sweep over packs): the same for every lane.
 template <class C, class T>
-requires std::is_arithmetic_v<C>
-MG_INLINE pack<T> select(C c, const pack<T>& a, const pack<T>& b) {
+requires std::is_arithmetic_v<C> MG_INLINE pack<T> select(C c, const pack<T>& a, const pack<T>& b) {
   return c ? a : b;
 }
 template <class C, class T, class S>
-requires std::is_arithmetic_v<C> && std::is_arithmetic_v<S>
-MG_INLINE pack<T> select(C c, const pack<T>& a, S b) {
+requires std::is_arithmetic_v<C> && std::is_arithmetic_v<S> MG_INLINE pack<T> select(
+    C c, const pack<T>& a, S b) {
   return c ? a : pack<T>(b);
 }
 template <class C, class T, class S>
-requires std::is_arithmetic_v<C> && std::is_arithmetic_v<S>
-MG_INLINE pack<T> select(C c, S a, const pack<T>& b) {
+requires std::is_arithmetic_v<C> && std::is_arithmetic_v<S> MG_INLINE pack<T> select(
+    C c, S a, const pack<T>& b) {
   return c ? pack<T>(a) : b;
 }
 
@@ -382,8 +381,8 @@ MG_INLINE pack<T> select(C c, S a, const pack<T>& b) {
 // type): true where it is not 0.
 template <class T, class A, class B>
 requires(std::is_same_v<A, pack<T>> || std::is_arithmetic_v<A>) &&
-    (std::is_same_v<B, pack<T>> || std::is_arithmetic_v<B>)
-MG_INLINE pack<T> select(const pack<T>& c, const A& a, const B& b) {
+    (std::is_same_v<B, pack<T>> ||
+     std::is_arithmetic_v<B>)MG_INLINE pack<T> select(const pack<T>& c, const A& a, const B& b) {
   return select(c != T(0), pack<T>(a), pack<T>(b));
 }
 

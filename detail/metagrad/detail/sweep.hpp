@@ -14,9 +14,9 @@
 #include <type_traits>
 #include <utility>
 
+#include <metagrad/concepts.hpp>
 #include <metagrad/detail/config.hpp>
 #include <metagrad/detail/dispatch.hpp>
-#include <metagrad/concepts.hpp>
 #include <metagrad/detail/plan.hpp>
 #include <metagrad/grads.hpp>
 
@@ -120,9 +120,8 @@ struct sweep_types {
   template <std::size_t s, class Op, class... A>
   struct val<s, node<Op, A...>> {
     template <std::size_t... j>
-    static auto f(std::index_sequence<j...>)
-        -> decltype(Policy::template keep<Op>(call(
-            std::declval<const Op&>(), std::declval<const typename val<d.child[s][j]>::type&>()...)));
+    static auto f(std::index_sequence<j...>) -> decltype(Policy::template keep<Op>(call(
+        std::declval<const Op&>(), std::declval<const typename val<d.child[s][j]>::type&>()...)));
     using type = std::remove_cvref_t<decltype(f(std::index_sequence_for<A...>{}))>;
   };
   template <std::size_t s>
@@ -171,9 +170,10 @@ struct sweep_types {
   struct adj_inner {
     template <std::size_t... u>
     static auto f(std::index_sequence<u...>)
-        -> decltype((reduce_term<Policy>(contribution<d.use_k[d.use_begin[s] + u]>(
-                                             std::declval<const bwd_t<d.use_p[d.use_begin[s] + u]>&>()),
-                                         std::declval<const val_t<s>&>()) +
+        -> decltype((reduce_term<Policy>(
+                         contribution<d.use_k[d.use_begin[s] + u]>(
+                             std::declval<const bwd_t<d.use_p[d.use_begin[s] + u]>&>()),
+                         std::declval<const val_t<s>&>()) +
                      ...)
                         .v);
     using type = std::remove_cvref_t<decltype(f(

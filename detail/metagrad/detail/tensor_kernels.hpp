@@ -210,7 +210,8 @@ std::array<impl_ptr, N> elementwise_backward_kernel(const Op& op,
   std::array<nd_operand*, 2 * N + 2> p;
   for (std::size_t k = 0; k < 2 * N + 2; ++k) p[k] = &o[k];
   coalesce(s, p.data(), 2 * N + 2);
-  kernels_of<Op>(g.device()).backward(&op, g.dtype(), s, o.data(), o[N], o[N + 1], o.data() + N + 2);
+  kernels_of<Op>(g.device())
+      .backward(&op, g.dtype(), s, o.data(), o[N], o[N + 1], o.data() + N + 2);
   return out;
 }
 

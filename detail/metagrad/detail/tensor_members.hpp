@@ -74,8 +74,8 @@ tensor& in_place(tensor& self, const tensor& other, const Op& op, const char* na
   if (grad_mode() && (self.requires_grad() || other.requires_grad()))
     fail(name, ": in-place operation on a tensor of shape ", shape_string(si.shape),
          " while grad mode is on and a tensor involved requires grad; the runtime engine does "
-         "not record in-place operations yet: write a = a ", out_of_place,
-         " b, or run it under mg::no_grad_guard");
+         "not record in-place operations yet: write a = a ",
+         out_of_place, " b, or run it under mg::no_grad_guard");
   const shape_t result = broadcast_extents(si.shape, other.shape(), name);
   if (result != si.shape)
     fail(name, ": the result of shape ", shape_string(result),
@@ -91,7 +91,8 @@ tensor& in_place(tensor& self, const tensor& other, const Op& op, const char* na
 // ---- construction -----------------------------------------------------------------------------
 
 template <std::floating_point T>
-tensor::tensor(T value) : impl_(detail::fill_kernel({}, value, detail::dtype_of<T>(), device::cpu)) {}
+tensor::tensor(T value)
+    : impl_(detail::fill_kernel({}, value, detail::dtype_of<T>(), device::cpu)) {}
 template <std::floating_point T>
 tensor::tensor(std::initializer_list<T> values) : impl_(detail::from_nested<T>(values)) {}
 template <std::floating_point T>
@@ -215,7 +216,8 @@ inline std::ostream& operator<<(std::ostream& os, const tensor& t) {
     }
     os << (i ? ", " : "") << v.flat(i);
   }
-  os << "], shape=" << detail::shape_string(t.shape()) << ", dtype=" << detail::dtype_name(t.dtype())
+  os << "], shape=" << detail::shape_string(t.shape())
+     << ", dtype=" << detail::dtype_name(t.dtype())
      << ", device=" << detail::device_name(t.device());
   if (t.requires_grad()) os << ", requires_grad=true";
   if (t.grad_fn()) os << ", grad_fn=" << t.grad_fn()->name();

@@ -16,6 +16,7 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xreducer.hpp>
 
+#include <metagrad/detail/algebra.hpp>
 #include <metagrad/detail/backend.hpp>
 #include <metagrad/detail/broadcast.hpp>
 #include <metagrad/detail/cpu_backend.hpp>
@@ -24,7 +25,6 @@
 #include <metagrad/detail/sweep.hpp>
 #include <metagrad/detail/type_name.hpp>
 #include <metagrad/error.hpp>
-#include <metagrad/detail/algebra.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/types.hpp>
 
@@ -245,9 +245,8 @@ auto reduce_to_shape_of(const G& g, const X& x) {
     if constexpr (std::is_arithmetic_v<G>) {
       return static_cast<X>(g);
     } else {
-      return static_cast<X>(*xt_sum(g, static_cast<std::uint32_t>(
-                                           (std::uint64_t{1} << g.dimension()) - 1))
-                                  .begin());
+      return static_cast<X>(
+          *xt_sum(g, static_cast<std::uint32_t>((std::uint64_t{1} << g.dimension()) - 1)).begin());
     }
   } else {
     using T = xt_value_t<X>;

@@ -30,14 +30,14 @@
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/broadcast.hpp>
 #include <metagrad/detail/config.hpp>
-#include <metagrad/detail/type_list.hpp>
-#include <metagrad/detail/type_name.hpp>
-#include <metagrad/expr.hpp>
 #include <metagrad/detail/plan.hpp>
 #include <metagrad/detail/simd.hpp>
 #include <metagrad/detail/sweep.hpp>
+#include <metagrad/detail/type_list.hpp>
+#include <metagrad/detail/type_name.hpp>
 #include <metagrad/detail/xt_algebra.hpp>
 #include <metagrad/error.hpp>
+#include <metagrad/expr.hpp>
 
 namespace mg::detail {
 
@@ -501,8 +501,7 @@ constexpr auto rebuild(const E& e) {
     return [&]<class Op, class... A>(const node<Op, A...>& n) {
       return [&]<std::size_t... j>(std::index_sequence<j...>) {
         using N =
-            node<Op,
-                 decltype(rebuild<Map, Start + boundary_starts<A...>[j]>(at<j>(n.args)))...>;
+            node<Op, decltype(rebuild<Map, Start + boundary_starts<A...>[j]>(at<j>(n.args)))...>;
         return N{n.op, {{rebuild<Map, Start + boundary_starts<A...>[j]>(at<j>(n.args))}...}};
       }
       (std::index_sequence_for<A...>{});

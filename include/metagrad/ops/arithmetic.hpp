@@ -23,8 +23,9 @@ struct add_op {
   }
 };
 template <class L, class R>
-requires detail::OperatorOperands<L, R>
-MG_HD constexpr auto operator+(const L& a, const R& b) { return detail::call(add_op{}, a, b); }
+requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator+(const L& a, const R& b) {
+  return detail::call(add_op{}, a, b);
+}
 
 struct sub_op {
   static constexpr const char* name = "sub";
@@ -36,8 +37,9 @@ struct sub_op {
   }
 };
 template <class L, class R>
-requires detail::OperatorOperands<L, R>
-MG_HD constexpr auto operator-(const L& a, const R& b) { return detail::call(sub_op{}, a, b); }
+requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator-(const L& a, const R& b) {
+  return detail::call(sub_op{}, a, b);
+}
 
 struct mul_op {
   static constexpr const char* name = "mul";
@@ -49,8 +51,9 @@ struct mul_op {
   }
 };
 template <class L, class R>
-requires detail::OperatorOperands<L, R>
-MG_HD constexpr auto operator*(const L& a, const R& b) { return detail::call(mul_op{}, a, b); }
+requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator*(const L& a, const R& b) {
+  return detail::call(mul_op{}, a, b);
+}
 
 struct div_op {
   static constexpr const char* name = "div";
@@ -63,8 +66,9 @@ struct div_op {
   }
 };
 template <class L, class R>
-requires detail::OperatorOperands<L, R>
-MG_HD constexpr auto operator/(const L& a, const R& b) { return detail::call(div_op{}, a, b); }
+requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator/(const L& a, const R& b) {
+  return detail::call(div_op{}, a, b);
+}
 
 struct neg_op {
   static constexpr const char* name = "neg";
@@ -74,8 +78,9 @@ struct neg_op {
   MG_HD static constexpr auto backward(const auto&, const auto&, const auto& g) { return -g; }
 };
 template <class X>
-requires detail::OperatorOperands<X>
-MG_HD constexpr auto operator-(const X& x) { return detail::call(neg_op{}, x); }
+requires detail::OperatorOperands<X> MG_HD constexpr auto operator-(const X& x) {
+  return detail::call(neg_op{}, x);
+}
 
 /// x^p for a number exponent p (an attribute of the op, not an input). Integral exponents
 /// multiply; they never call std::pow.
@@ -90,8 +95,9 @@ struct pow_op {
   }
 };
 template <class X, class P>
-requires detail::Operands<X> && std::is_arithmetic_v<P>
-MG_HD constexpr auto pow(const X& x, P p) { return detail::call(pow_op{static_cast<double>(p)}, x); }
+requires detail::Operands<X> && std::is_arithmetic_v<P> MG_HD constexpr auto pow(const X& x, P p) {
+  return detail::call(pow_op{static_cast<double>(p)}, x);
+}
 
 /// a^b elementwise (numpy broadcasting); a number base or exponent joins as a 0-d tensor. The
 /// gradients follow torch: 0 for a where b == 0, and 0 for b where a == 0 and b >= 0.
@@ -111,8 +117,10 @@ struct pow_elementwise_op {
   }
 };
 template <class A, class B>
-requires detail::Operands<A, B> && (!std::is_arithmetic_v<B>)
-MG_HD constexpr auto pow(const A& a, const B& b) { return detail::call(pow_elementwise_op{}, a, b); }
+requires detail::Operands<A, B> &&(!std::is_arithmetic_v<B>)MG_HD
+    constexpr auto pow(const A& a, const B& b) {
+  return detail::call(pow_elementwise_op{}, a, b);
+}
 
 /// The larger of a and b elementwise; at ties each gets half the gradient (torch 1.13).
 struct maximum_op {
@@ -130,8 +138,9 @@ struct maximum_op {
   }
 };
 template <class A, class B>
-requires detail::Operands<A, B>
-MG_HD constexpr auto maximum(const A& a, const B& b) { return detail::call(maximum_op{}, a, b); }
+requires detail::Operands<A, B> MG_HD constexpr auto maximum(const A& a, const B& b) {
+  return detail::call(maximum_op{}, a, b);
+}
 
 /// The smaller of a and b elementwise; at ties each gets half the gradient (torch 1.13).
 struct minimum_op {
@@ -149,8 +158,9 @@ struct minimum_op {
   }
 };
 template <class A, class B>
-requires detail::Operands<A, B>
-MG_HD constexpr auto minimum(const A& a, const B& b) { return detail::call(minimum_op{}, a, b); }
+requires detail::Operands<A, B> MG_HD constexpr auto minimum(const A& a, const B& b) {
+  return detail::call(minimum_op{}, a, b);
+}
 
 /// atan2(a, b): the angle of the point (b, a), in (-pi, pi].
 struct atan2_op {
@@ -166,8 +176,9 @@ struct atan2_op {
   }
 };
 template <class A, class B>
-requires detail::Operands<A, B>
-MG_HD constexpr auto atan2(const A& a, const B& b) { return detail::call(atan2_op{}, a, b); }
+requires detail::Operands<A, B> MG_HD constexpr auto atan2(const A& a, const B& b) {
+  return detail::call(atan2_op{}, a, b);
+}
 
 using arithmetic_ops = op_list<add_op, sub_op, mul_op, div_op, neg_op, pow_op, pow_elementwise_op,
                                maximum_op, minimum_op, atan2_op>;

@@ -5,13 +5,13 @@
 #include <type_traits>
 
 #include <metagrad/concepts.hpp>
+#include <metagrad/detail/broadcast.hpp>
 #include <metagrad/detail/config.hpp>
 #include <metagrad/detail/dispatch.hpp>
 #include <metagrad/detail/element_math.hpp>
-#include <metagrad/grads.hpp>
-#include <metagrad/detail/broadcast.hpp>
 #include <metagrad/detail/storage.hpp>
 #include <metagrad/error.hpp>
+#include <metagrad/grads.hpp>
 #include <metagrad/ops/list.hpp>
 #include <metagrad/types.hpp>
 
@@ -23,11 +23,13 @@ struct gt_op {
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a > b; }
 };
 template <class A, class B>
-requires detail::Operands<A, B>
-MG_HD constexpr auto gt(const A& a, const B& b) { return detail::call(gt_op{}, a, b); }
+requires detail::Operands<A, B> MG_HD constexpr auto gt(const A& a, const B& b) {
+  return detail::call(gt_op{}, a, b);
+}
 template <class L, class R>
-requires detail::OperatorOperands<L, R>
-MG_HD constexpr auto operator>(const L& a, const R& b) { return detail::call(gt_op{}, a, b); }
+requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator>(const L& a, const R& b) {
+  return detail::call(gt_op{}, a, b);
+}
 
 struct lt_op {
   static constexpr const char* name = "lt";
@@ -35,11 +37,13 @@ struct lt_op {
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a < b; }
 };
 template <class A, class B>
-requires detail::Operands<A, B>
-MG_HD constexpr auto lt(const A& a, const B& b) { return detail::call(lt_op{}, a, b); }
+requires detail::Operands<A, B> MG_HD constexpr auto lt(const A& a, const B& b) {
+  return detail::call(lt_op{}, a, b);
+}
 template <class L, class R>
-requires detail::OperatorOperands<L, R>
-MG_HD constexpr auto operator<(const L& a, const R& b) { return detail::call(lt_op{}, a, b); }
+requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator<(const L& a, const R& b) {
+  return detail::call(lt_op{}, a, b);
+}
 
 struct ge_op {
   static constexpr const char* name = "ge";
@@ -47,11 +51,13 @@ struct ge_op {
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a >= b; }
 };
 template <class A, class B>
-requires detail::Operands<A, B>
-MG_HD constexpr auto ge(const A& a, const B& b) { return detail::call(ge_op{}, a, b); }
+requires detail::Operands<A, B> MG_HD constexpr auto ge(const A& a, const B& b) {
+  return detail::call(ge_op{}, a, b);
+}
 template <class L, class R>
-requires detail::OperatorOperands<L, R>
-MG_HD constexpr auto operator>=(const L& a, const R& b) { return detail::call(ge_op{}, a, b); }
+requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator>=(const L& a, const R& b) {
+  return detail::call(ge_op{}, a, b);
+}
 
 struct le_op {
   static constexpr const char* name = "le";
@@ -59,11 +65,13 @@ struct le_op {
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a <= b; }
 };
 template <class A, class B>
-requires detail::Operands<A, B>
-MG_HD constexpr auto le(const A& a, const B& b) { return detail::call(le_op{}, a, b); }
+requires detail::Operands<A, B> MG_HD constexpr auto le(const A& a, const B& b) {
+  return detail::call(le_op{}, a, b);
+}
 template <class L, class R>
-requires detail::OperatorOperands<L, R>
-MG_HD constexpr auto operator<=(const L& a, const R& b) { return detail::call(le_op{}, a, b); }
+requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator<=(const L& a, const R& b) {
+  return detail::call(le_op{}, a, b);
+}
 
 struct eq_op {
   static constexpr const char* name = "eq";
@@ -71,11 +79,13 @@ struct eq_op {
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a == b; }
 };
 template <class A, class B>
-requires detail::Operands<A, B>
-MG_HD constexpr auto eq(const A& a, const B& b) { return detail::call(eq_op{}, a, b); }
+requires detail::Operands<A, B> MG_HD constexpr auto eq(const A& a, const B& b) {
+  return detail::call(eq_op{}, a, b);
+}
 template <class L, class R>
-requires detail::OperatorOperands<L, R>
-MG_HD constexpr auto operator==(const L& a, const R& b) { return detail::call(eq_op{}, a, b); }
+requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator==(const L& a, const R& b) {
+  return detail::call(eq_op{}, a, b);
+}
 
 struct ne_op {
   static constexpr const char* name = "ne";
@@ -83,11 +93,13 @@ struct ne_op {
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a != b; }
 };
 template <class A, class B>
-requires detail::Operands<A, B>
-MG_HD constexpr auto ne(const A& a, const B& b) { return detail::call(ne_op{}, a, b); }
+requires detail::Operands<A, B> MG_HD constexpr auto ne(const A& a, const B& b) {
+  return detail::call(ne_op{}, a, b);
+}
 template <class L, class R>
-requires detail::OperatorOperands<L, R>
-MG_HD constexpr auto operator!=(const L& a, const R& b) { return detail::call(ne_op{}, a, b); }
+requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator!=(const L& a, const R& b) {
+  return detail::call(ne_op{}, a, b);
+}
 
 /// cond ? a : b elementwise (numpy broadcasting of all three); cond is a bool tensor (on
 /// tensors), a comparison (static engine) or a number. The condition gets no gradient.
@@ -108,14 +120,14 @@ struct where_op {
 
 template <class C, class A, class B>
 requires detail::Operands<C, A, B> &&
-         (!std::is_same_v<detail::family_t<C, A, B>, detail::tensor_family>)
-MG_HD constexpr auto where(const C& c, const A& a, const B& b) {
+    (!std::is_same_v<detail::family_t<C, A, B>, detail::tensor_family>)MG_HD
+    constexpr auto where(const C& c, const A& a, const B& b) {
   return detail::call(where_op{}, c, a, b);
 }
 // On tensors the condition is checked: it must be bool (a comparison's result).
 template <class C, class A, class B>
 requires detail::Operands<C, A, B> &&
-         std::is_same_v<detail::family_t<C, A, B>, detail::tensor_family>
+    std::is_same_v<detail::family_t<C, A, B>, detail::tensor_family>
 auto where(const C& c, const A& a, const B& b) {
   if constexpr (requires { c.dtype(); }) {
     if (c.defined() && c.dtype() != dtype::b8)

@@ -36,8 +36,9 @@ struct exp_op {
   MG_HD static constexpr auto backward(const auto&, const auto& y, const auto& g) { return g * y; }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto exp(const X& x) { return detail::call(exp_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto exp(const X& x) {
+  return detail::call(exp_op{}, x);
+}
 
 struct log_op {
   static constexpr const char* name = "log";
@@ -50,8 +51,9 @@ struct log_op {
   MG_HD static constexpr auto backward(const auto& x, const auto&, const auto& g) { return g / x; }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto log(const X& x) { return detail::call(log_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto log(const X& x) {
+  return detail::call(log_op{}, x);
+}
 
 struct log1p_op {
   static constexpr const char* name = "log1p";
@@ -66,8 +68,9 @@ struct log1p_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto log1p(const X& x) { return detail::call(log1p_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto log1p(const X& x) {
+  return detail::call(log1p_op{}, x);
+}
 
 struct expm1_op {
   static constexpr const char* name = "expm1";
@@ -82,8 +85,9 @@ struct expm1_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto expm1(const X& x) { return detail::call(expm1_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto expm1(const X& x) {
+  return detail::call(expm1_op{}, x);
+}
 
 struct sqrt_op {
   static constexpr const char* name = "sqrt";
@@ -98,8 +102,9 @@ struct sqrt_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto sqrt(const X& x) { return detail::call(sqrt_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto sqrt(const X& x) {
+  return detail::call(sqrt_op{}, x);
+}
 
 struct rsqrt_op {
   static constexpr const char* name = "rsqrt";
@@ -114,8 +119,9 @@ struct rsqrt_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto rsqrt(const X& x) { return detail::call(rsqrt_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto rsqrt(const X& x) {
+  return detail::call(rsqrt_op{}, x);
+}
 
 /// |x|; its gradient at 0 is 0 (torch's sign(0) = 0).
 struct abs_op {
@@ -132,8 +138,9 @@ struct abs_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto abs(const X& x) { return detail::call(abs_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto abs(const X& x) {
+  return detail::call(abs_op{}, x);
+}
 
 struct sin_op {
   static constexpr const char* name = "sin";
@@ -149,8 +156,9 @@ struct sin_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto sin(const X& x) { return detail::call(sin_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto sin(const X& x) {
+  return detail::call(sin_op{}, x);
+}
 
 struct cos_op {
   static constexpr const char* name = "cos";
@@ -166,8 +174,9 @@ struct cos_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto cos(const X& x) { return detail::call(cos_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto cos(const X& x) {
+  return detail::call(cos_op{}, x);
+}
 
 struct tan_op {
   static constexpr const char* name = "tan";
@@ -182,8 +191,9 @@ struct tan_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto tan(const X& x) { return detail::call(tan_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto tan(const X& x) {
+  return detail::call(tan_op{}, x);
+}
 
 struct tanh_op {
   static constexpr const char* name = "tanh";
@@ -198,8 +208,9 @@ struct tanh_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto tanh(const X& x) { return detail::call(tanh_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto tanh(const X& x) {
+  return detail::call(tanh_op{}, x);
+}
 
 struct sigmoid_op {
   static constexpr const char* name = "sigmoid";
@@ -214,8 +225,9 @@ struct sigmoid_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto sigmoid(const X& x) { return detail::call(sigmoid_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto sigmoid(const X& x) {
+  return detail::call(sigmoid_op{}, x);
+}
 
 /// max(x, 0); its gradient at 0 is 0, as torch's.
 struct relu_op {
@@ -232,8 +244,9 @@ struct relu_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto relu(const X& x) { return detail::call(relu_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto relu(const X& x) {
+  return detail::call(relu_op{}, x);
+}
 
 struct erf_op {
   static constexpr const char* name = "erf";
@@ -249,8 +262,9 @@ struct erf_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto erf(const X& x) { return detail::call(erf_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto erf(const X& x) {
+  return detail::call(erf_op{}, x);
+}
 
 struct square_op {
   static constexpr const char* name = "square";
@@ -262,8 +276,9 @@ struct square_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto square(const X& x) { return detail::call(square_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto square(const X& x) {
+  return detail::call(square_op{}, x);
+}
 
 struct reciprocal_op {
   static constexpr const char* name = "reciprocal";
@@ -275,8 +290,9 @@ struct reciprocal_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto reciprocal(const X& x) { return detail::call(reciprocal_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto reciprocal(const X& x) {
+  return detail::call(reciprocal_op{}, x);
+}
 
 /// log(1 + e^x), torch's defaults (beta = 1, threshold = 20): x itself above 20.
 struct softplus_op {
@@ -294,8 +310,9 @@ struct softplus_op {
   }
 };
 template <class X>
-requires detail::Operands<X>
-MG_HD constexpr auto softplus(const X& x) { return detail::call(softplus_op{}, x); }
+requires detail::Operands<X> MG_HD constexpr auto softplus(const X& x) {
+  return detail::call(softplus_op{}, x);
+}
 
 /// x clamped to [lo, hi]; the gradient passes where lo <= x <= hi, as torch's.
 struct clamp_op {
@@ -314,12 +331,12 @@ struct clamp_op {
 };
 template <class X, class L, class H>
 requires detail::Operands<X> && std::is_arithmetic_v<L> && std::is_arithmetic_v<H>
-MG_HD constexpr auto clamp(const X& x, L lo, H hi) {
+    MG_HD constexpr auto clamp(const X& x, L lo, H hi) {
   return detail::call(clamp_op{static_cast<double>(lo), static_cast<double>(hi)}, x);
 }
 
-using math_ops = op_list<exp_op, log_op, log1p_op, expm1_op, sqrt_op, rsqrt_op, abs_op, sin_op,
-                         cos_op, tan_op, tanh_op, sigmoid_op, relu_op, erf_op, square_op,
-                         reciprocal_op, softplus_op, clamp_op>;
+using math_ops =
+    op_list<exp_op, log_op, log1p_op, expm1_op, sqrt_op, rsqrt_op, abs_op, sin_op, cos_op, tan_op,
+            tanh_op, sigmoid_op, relu_op, erf_op, square_op, reciprocal_op, softplus_op, clamp_op>;
 
 }  // namespace mg

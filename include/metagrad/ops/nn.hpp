@@ -31,8 +31,6 @@ auto log_softmax(const X& x, std::int64_t dim) {
 /// mean((input - target)^2) over all elements (torch's reduction='mean').
 template <class A, class B>
 requires detail::Operands<A, B>
-auto mse_loss(const A& input, const B& target) {
-  return mg::mean(mg::square(input - target));
-}
+auto mse_loss(const A& input, const B& target) { return mg::mean(mg::square(input - target)); }
 
 }  // namespace mg

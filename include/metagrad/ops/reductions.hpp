@@ -74,7 +74,7 @@ struct prod_op {
     const auto others = unreduce(detail::call(prod_op{r}, mg::where(zero, 1.0, x)), x, r);
     const auto ge = unreduce(g, x, r);
     return mg::where(mg::eq(zeros, 0), ge * unreduce(y, x, r) / mg::where(zero, 1.0, x),
-                 mg::where(mg::eq(zeros, 1), mg::where(zero, ge * others, 0.0), 0.0));
+                     mg::where(mg::eq(zeros, 1), mg::where(zero, ge * others, 0.0), 0.0));
   }
 };
 template <class X>
@@ -218,8 +218,8 @@ struct var_op {
     return detail::reduced_count(x, r, "var") - (unbiased ? 1.0 : 0.0);
   }
   auto forward(const auto& x) const {
-    return detail::call(div_op{},
-                        detail::algebra<decltype(x)>::sum(mg::square(centered(x)), r), divisor(x));
+    return detail::call(div_op{}, detail::algebra<decltype(x)>::sum(mg::square(centered(x)), r),
+                        divisor(x));
   }
   // d/dx_i var(x) = 2 (x_i - mean) / (n - ddof)
   auto backward(const auto& x, const auto&, const auto& g) const {
@@ -235,8 +235,9 @@ requires detail::Operands<X> && std::same_as<B, bool>
 auto var(const X& x, B unbiased) { return detail::call(var_op{{}, unbiased}, x); }
 // an integer second argument is a dim (var(x, 0) is along dim 0, as in torch)
 template <class X, std::integral D>
-requires detail::Operands<X> && (!std::same_as<D, bool>)
-auto var(const X& x, D dim, bool unbiased = true, bool keepdim = false) {
+requires detail::Operands<X> &&
+    (!std::same_as<D, bool>)auto var(const X& x, D dim, bool unbiased = true,
+                                     bool keepdim = false) {
   return detail::call(var_op{{false, static_cast<std::int64_t>(dim), keepdim}, unbiased}, x);
 }
 
@@ -251,8 +252,7 @@ auto logsumexp(const X& x) {
 template <class X>
 requires detail::Operands<X>
 auto logsumexp(const X& x, std::int64_t dim, bool keepdim = false) {
-  return detail::call(add_op{},
-                      mg::log(mg::sum(mg::exp(x - mg::max(x, dim, true)), dim, keepdim)),
+  return detail::call(add_op{}, mg::log(mg::sum(mg::exp(x - mg::max(x, dim, true)), dim, keepdim)),
                       mg::max(x, dim, keepdim));
 }
 
