@@ -4,6 +4,7 @@
 #include <metagrad/ops/arithmetic.hpp>
 #include <metagrad/ops/comparison.hpp>
 #include <metagrad/ops/conversion.hpp>
+#include <metagrad/ops/indexing.hpp>
 #include <metagrad/ops/linalg.hpp>
 #include <metagrad/ops/list.hpp>
 #include <metagrad/ops/math.hpp>
@@ -18,6 +19,6 @@ namespace mg {
 using elementwise_ops = op_list_concat<arithmetic_ops, math_ops, comparison_ops>;
 
 /// Every built-in op of both engines (the conversions, tensor members, are `conversion_ops`).
-using builtin_ops = op_list_concat<elementwise_ops, reduction_ops, shape_ops, linalg_ops>;
+using builtin_ops = op_list_concat<elementwise_ops, reduction_ops, shape_ops, indexing_ops, linalg_ops>;
 
 }  // namespace mg

@@ -128,10 +128,49 @@ class tensor {
   tensor clone() const;
   tensor sum() const;
   tensor sum(std::int64_t axis) const;
+  tensor mean() const;
   tensor t() const;
 
+  // Shape and indexing (views where torch's are; see <metagrad/ops/shape.hpp>, indexing.hpp).
+  tensor reshape(const shape_t& shape) const;
+  tensor view(const shape_t& shape) const;
+  tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1) const;
+  tensor squeeze() const;
+  tensor squeeze(std::int64_t dim) const;
+  tensor unsqueeze(std::int64_t dim) const;
+  tensor permute(const std::vector<std::int64_t>& dims) const;
+  tensor transpose(std::int64_t d0, std::int64_t d1) const;
+  tensor expand(const shape_t& shape) const;
+  tensor select(std::int64_t dim, std::int64_t index) const;
+  tensor index_select(std::int64_t dim, const tensor& index) const;
+  /// select(0, i): `t[1]` is the second row, a view.
+  tensor operator[](std::int64_t i) const;
+
+  // In place (torch's semantics): recorded in the graph when grad mode is on; the version
+  // counter is bumped; a leaf that requires grad cannot be modified in place in grad mode.
   tensor& add_(const tensor& other);
+  tensor& add_(double other);
+  tensor& sub_(const tensor& other);
+  tensor& sub_(double other);
   tensor& mul_(const tensor& other);
+  tensor& mul_(double other);
+  tensor& div_(const tensor& other);
+  tensor& div_(double other);
+  tensor& pow_(double exponent);
+  tensor& copy_(const tensor& src);
+  tensor& zero_();
+  tensor& fill_(double value);
+  tensor& clamp_(double lo, double hi);
+  tensor& neg_();
+  tensor& exp_();
+  tensor& log_();
+  tensor& sqrt_();
+  tensor& abs_();
+  tensor& sin_();
+  tensor& cos_();
+  tensor& tanh_();
+  tensor& sigmoid_();
+  tensor& relu_();
 
   void backward(const tensor& grad = {}, const backward_options& options = {}) const;
   void backward(const backward_options& options) const { backward(tensor{}, options); }
@@ -174,6 +213,15 @@ tensor full_like(const tensor& t, double value);
 tensor randn_like(const tensor& t);
 /// A recorded copy of t that owns its storage (torch's clone): `auto y = mg::clone(x);`.
 tensor clone(const tensor& t);
+
+/// The tensors joined along `dim` (`mg::cat({a, b}, 1)`); all shapes agree except along dim.
+tensor cat(const tensor_list& tensors, std::int64_t dim = 0);
+/// The tensors (of equal shapes) stacked along a new dimension `dim`.
+tensor stack(const tensor_list& tensors, std::int64_t dim = 0);
+/// index_select with an i64 index tensor (1-D).
+tensor index_select(const tensor& x, std::int64_t dim, const tensor& index);
+/// cross_entropy with i64 class targets [N] for logits [N, C] (mean over the batch).
+tensor cross_entropy(const tensor& logits, const tensor& targets);
 
 /// Prints the values (the first and last few of a large tensor), then shape, dtype, device,
 /// requires_grad and grad_fn: `std::cout << x;`.

@@ -12,6 +12,40 @@ TEST(Nn, MseLoss) {
   expect_ad([](auto a, auto b) { return mg::mse_loss(a, b); }, {.shapes = {{2, 3}, {3}}});
 }
 
+TEST(Nn, CrossEntropy) {
+  expect_ad([](auto x) { return mg::cross_entropy(x * 2, std::vector<std::int64_t>{2, 0}); },
+            {.shapes = {{2, 3}}, .scalar = false, .xtensor = false});
+}
+TEST(Nn, CrossEntropyOneSample) {
+  expect_ad([](auto x) { return mg::cross_entropy(x, std::vector<std::int64_t>{1}); },
+            {.shapes = {{4}}, .scalar = false, .xtensor = false});
+}
+
+#if defined(MG_TEST_DEVICE)
+constexpr mg::device dev = mg::device::cuda;
+#else
+constexpr mg::device dev = mg::device::cpu;
+#endif
+
+TEST(NnSemantics, CrossEntropyValuesAndErrors) {
+  const tensor logits = mg::zeros({2, 3}, {.dtype = mg::f64, .device = dev});
+  const tensor targets = tensor{2.0, 0.0}.to(mg::i64).to(dev);
+  EXPECT_NEAR(mg::cross_entropy(logits, targets).item<double>(), std::log(3.0), 1e-15);
+  const tensor z = tensor{{1.0, 2.0, 3.0}}.to(dev).requires_grad_();
+  const tensor l = mg::cross_entropy(z, tensor{0.0}.to(mg::i64).to(dev));
+  const double e = std::exp(1.0), s = e + e * e + e * e * e;
+  EXPECT_NEAR(l.item<double>(), -std::log(e / s), 1e-14);
+  l.backward();
+  EXPECT_NEAR(z.grad().to_xtensor<double>()(0, 0), e / s - 1, 1e-14);
+  EXPECT_NEAR(z.grad().to_xtensor<double>()(0, 2), e * e * e / s, 1e-14);
+  mg_test::expect_error([&] { (void)mg::cross_entropy(logits, tensor{3.0, 0.0}.to(mg::i64).to(dev)); },
+                        {"cross_entropy", "target 3", "3 classes", "0 to 2"});
+  mg_test::expect_error([&] { (void)mg::cross_entropy(logits, tensor{1.0, 0.0}.to(dev)); },
+                        {"cross_entropy", "i64"});
+  mg_test::expect_error([&] { (void)mg::cross_entropy(logits, tensor{1.0}.to(mg::i64).to(dev)); },
+                        {"cross_entropy", "1 targets", "[2,3]"});
+}
+
 TEST(NnSemantics, Values) {
   const tensor x{{1.0, 2.0, 3.0}, {1000.0, 1000.0, 1000.0}};
   const auto s = mg::softmax(x, 1).to_xtensor<double>();

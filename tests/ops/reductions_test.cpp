@@ -62,6 +62,16 @@ TEST(ReductionSemantics, TiesShareTheGradient) {
             (xt::xarray<double>{0.0, 0.5, 0.5}));
 }
 
+TEST(ReductionSemantics, TiesAlongADimGoToTheFirst) {
+  // torch 1.13: max(dim)/min(dim) route the gradient to the index they return, the first
+  EXPECT_EQ(grad_of(tensor{{1.0, 3.0, 3.0}, {2.0, 2.0, 0.0}},
+                    [](const tensor& x) { return mg::sum(mg::max(x, 1)); }),
+            (xt::xarray<double>{{0.0, 1.0, 0.0}, {1.0, 0.0, 0.0}}));
+  EXPECT_EQ(grad_of(tensor{{1.0, 2.0}, {1.0, 0.0}},
+                    [](const tensor& x) { return mg::sum(mg::min(x, 0, true)); }),
+            (xt::xarray<double>{{1.0, 0.0}, {0.0, 1.0}}));
+}
+
 TEST(ReductionSemantics, NormGradientIsZeroAtZero) {
   EXPECT_EQ(grad_of(tensor{0.0, 0.0}, [](const tensor& x) { return mg::norm(x); }),
             (xt::xarray<double>{0.0, 0.0}));

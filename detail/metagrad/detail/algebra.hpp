@@ -51,6 +51,21 @@ struct scalar_algebra {
   MG_HD static constexpr auto sum_to(const auto& x, const shape_t&) { return x; }
   MG_HD static constexpr auto matmul(const auto& a, const auto& b) { return a * b; }
   MG_HD static constexpr auto transpose(const auto& x) { return x; }
+  // a 0-d value reshaped to a shape of one element, or permuted: itself
+  static constexpr auto reshape(const auto& x, const shape_t&, const auto&) { return x; }
+  static constexpr auto permute(const auto& x, const auto&) { return x; }
+  // indexing is not meaningful on 0-d values; these keep the ops' forwards callable on numbers
+  // (which is how an op's arity is read), and the ops check shapes before reaching them
+  static constexpr auto slice(const auto& x, const auto&) { return x; }
+  static constexpr auto select(const auto& x, std::size_t, std::int64_t) { return x; }
+  static constexpr auto embed(const auto& g, const shape_t&, const auto&, bool) { return g; }
+  static constexpr auto index_select(const auto& x, std::size_t, const auto&) { return x; }
+  static constexpr auto index_add(const auto& g, const shape_t&, std::size_t, const auto&) {
+    return g;
+  }
+  static constexpr auto cat(std::size_t, const shape_t&, const auto& x, const auto&...) {
+    return x;
+  }
   static shape_t shape(const auto&) { return {}; }
 };
 

@@ -70,6 +70,12 @@ template <class... X>
 concept OperatorOperands = Operands<X...> &&
     (std::is_same_v<family_t<X...>, expr_family> || std::is_same_v<family_t<X...>, tensor_family>);
 
+/// Values that are 0-d in every evaluation: numbers and static-engine expressions (whose
+/// backward is traced symbolically, before any shape is known).
+template <class X>
+concept ZeroD =
+    std::is_same_v<family_of_t<X>, number_family> || std::is_same_v<family_of_t<X>, expr_family>;
+
 // Applies op to args in the evaluator of their family. See the comment at the top.
 template <class Op, class... X>
 MG_HD MG_INLINE constexpr auto call(const Op& op, const X&... x) {

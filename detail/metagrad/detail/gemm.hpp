@@ -3,6 +3,9 @@
 // Used by the runtime engine (blas.hpp) and the xtensor evaluator (xt_algebra.hpp).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+
 extern "C" {
 void dgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
             const double* alpha, const double* a, const int* lda, const double* b, const int* ldb,
@@ -23,6 +26,21 @@ inline void gemm(const char* ta, const char* tb, int m, int n, int k, const floa
                  const float* b, int ldb, float* c, int ldc) {
   const float one = 1, zero = 0;
   sgemm_(ta, tb, &m, &n, &k, &one, a, &lda, b, &ldb, &zero, c, &ldc);
+}
+
+// c[i] = a[i] b[i] for i < batch, every operand contiguous and row-major: a (batch, m, k), b
+// (batch, k, n), c (batch, m, n). See Note [Row-major gemm] in blas.hpp.
+template <class T>
+void batched_gemm(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, std::int64_t k,
+                  std::int64_t n) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    std::fill(c, c + batch * m * n, T(0));
+    return;
+  }
+  const int im = static_cast<int>(m), ik = static_cast<int>(k), in = static_cast<int>(n);
+  for (std::int64_t i = 0; i < batch; ++i)
+    gemm("N", "N", in, im, ik, b + i * k * n, in, a + i * m * k, ik, c + i * m * n, in);
 }
 
 }  // namespace mg::detail

@@ -31,6 +31,7 @@ struct tensor_impl {
   shape_t shape, strides;      // strides in elements
   std::int64_t offset = 0;     // in elements
   bool requires_grad = false;  // set on leaves; a tensor with a grad_fn requires grad
+  bool is_view = false;        // made by a view op (slice, select, reshape...): shares a base
   std::shared_ptr<graph_node> grad_fn;
   std::weak_ptr<graph_node> grad_accumulator;  // leaves: See Note [Graph ownership]
   std::shared_ptr<tensor_impl> grad;

@@ -14,6 +14,7 @@
 #include <limits>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/algebra.hpp>
@@ -23,6 +24,7 @@
 #include <metagrad/detail/element_kernels.hpp>
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/detail/nodes.hpp>
+#include <metagrad/detail/shape_rules.hpp>
 #include <metagrad/detail/tensor_kernels.hpp>
 #include <metagrad/detail/type_name.hpp>
 #include <metagrad/error.hpp>
@@ -140,6 +142,7 @@ inline std::size_t normalize_axis(std::int64_t axis, std::size_t rank, const cha
 // A view of x with other shape/strides, sharing its storage (and version counter).
 inline tensor view_of(const tensor_impl& x, shape_t shape, shape_t strides) {
   auto v = alias_of(x);
+  v->is_view = true;
   v->shape = std::move(shape);
   v->strides = std::move(strides);
   return tensor(std::move(v));
@@ -214,21 +217,124 @@ struct algebra_impl<tensor> {
       fail("matmul: the operands (shapes ", shape_string(ai.shape), " and ", shape_string(bi.shape),
            ") are on device cuda; matrix products on the device come with cuBLAS in a later "
            "release: move them with .to(mg::device::cpu)");
-    if (ai.shape.size() != 2 || bi.shape.size() != 2)
-      fail("matmul: expected two 2-D tensors, got shapes ", shape_string(ai.shape), " and ",
-           shape_string(bi.shape),
-           "; matmul supports 2-D x 2-D only (use unsqueeze to turn a vector into a matrix)");
-    if (ai.shape[1] != bi.shape[0])
-      fail("matmul: shapes ", shape_string(ai.shape), " and ", shape_string(bi.shape),
-           " cannot be multiplied (inner dimensions ", ai.shape[1], " and ", bi.shape[0],
-           " differ); transpose an operand or fix the shapes so that (m,k) x (k,n)");
     if (ai.dtype() != bi.dtype() || !is_floating(ai.dtype()))
       fail("matmul: expected both operands of one floating dtype, got ", dtype_name(ai.dtype()),
            " and ", dtype_name(bi.dtype()), "; convert one with .to(mg::",
            dtype_name(ai.dtype() == dtype::f64 || bi.dtype() == dtype::f64 ? dtype::f64
                                                                            : dtype::f32),
            ")");
-    return tensor(matmul_kernel(ai, bi));
+    const matmul_plan p = plan_matmul(ai.shape, bi.shape, "matmul");
+    if (ai.shape.size() == 2 && bi.shape.size() == 2) return tensor(matmul_kernel(ai, bi));
+    // promote 1-D operands, broadcast the batch dimensions into contiguous copies
+    const auto full = [](const tensor_impl& x, const shape_t& promoted, const shape_t& to) {
+      const auto v = alias_of(x);
+      v->shape = promoted;
+      v->strides = *view_strides(x.shape, x.strides, promoted);
+      return copy_kernel(*v, x.dtype(), to);
+    };
+    shape_t pa = ai.shape, pb = bi.shape;
+    if (pa.size() == 1) pa = {1, pa[0]};
+    if (pb.size() == 1) pb = {pb[0], 1};
+    const auto A = full(ai, pa, p.a_full), B = full(bi, pb, p.b_full);
+    auto out = make_impl(p.out, ai.dtype(), device::cpu);
+    dispatch_floating(ai.dtype(), [&]<class T>(std::type_identity<T>) {
+      batched_gemm(A->template data<T>(), B->template data<T>(), out->template data<T>(),
+                   count_of(p.batch), p.m, p.k, p.n);
+    });
+    return tensor(std::move(out));
+  }
+  static tensor reshape(const tensor& x, const shape_t& to, const shape_rule& rule) {
+    const auto& xi = *x.impl();
+    if (auto st = view_strides(xi.shape, xi.strides, to)) return view_of(xi, to, std::move(*st));
+    if (rule.view)
+      fail("view: a tensor of shape ", shape_string(xi.shape), " and strides ",
+           shape_string(xi.strides), " cannot be viewed as shape ", shape_string(to),
+           " (its elements are not laid out for it); use reshape, which copies, or call "
+           "contiguous() first");
+    auto c = copy_kernel(xi, xi.dtype(), xi.shape);
+    c->shape = to;
+    c->strides = contiguous_strides(to);
+    return tensor(std::move(c));
+  }
+  static tensor permute(const tensor& x, const std::vector<std::size_t>& p) {
+    const auto& xi = *x.impl();
+    shape_t shape(p.size()), strides(p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      shape[i] = xi.shape[p[i]];
+      strides[i] = xi.strides[p[i]];
+    }
+    return view_of(xi, std::move(shape), std::move(strides));
+  }
+  static tensor slice(const tensor& x, const slice_range& r) {
+    const auto& xi = *x.impl();
+    shape_t shape = xi.shape, strides = xi.strides;
+    shape[r.dim] = r.length;
+    strides[r.dim] *= r.step;
+    tensor v = view_of(xi, std::move(shape), std::move(strides));
+    if (r.length > 0) v.impl()->offset += r.start * xi.strides[r.dim];
+    return v;
+  }
+  static tensor select(const tensor& x, std::size_t d, std::int64_t i) {
+    const auto& xi = *x.impl();
+    shape_t shape = xi.shape, strides = xi.strides;
+    shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(d));
+    strides.erase(strides.begin() + static_cast<std::ptrdiff_t>(d));
+    tensor v = view_of(xi, std::move(shape), std::move(strides));
+    v.impl()->offset += i * xi.strides[d];
+    return v;
+  }
+  static tensor embed(const tensor& g, const shape_t& shape, const slice_range& r, bool drop) {
+    const auto& gi = *g.impl();
+    tensor out(fill_kernel(shape, 0.0, gi.dtype(), gi.device()));
+    const tensor v = drop ? select(out, r.dim, r.start) : slice(out, r);
+    copy_into(*v.impl(), gi);
+    return out;
+  }
+  static tensor index_select(const tensor& x, std::size_t d, const std::vector<std::int64_t>& idx) {
+    const auto& xi = *x.impl();
+    if (xi.shape.empty()) {  // a 0-d tensor: torch reads it as one element along dim 0
+      tensor flat = reshape(x, {1}, {});
+      return reshape(index_select(flat, 0, idx), idx.empty() ? shape_t{0} : shape_t{}, {});
+    }
+    shape_t shape = xi.shape;
+    shape[d] = static_cast<std::int64_t>(idx.size());
+    tensor out(make_impl(shape, xi.dtype(), xi.device()));
+    for (std::size_t k = 0; k < idx.size(); ++k)
+      copy_into(*select(out, d, static_cast<std::int64_t>(k)).impl(), *select(x, d, idx[k]).impl());
+    return out;
+  }
+  static tensor index_add(const tensor& g, const shape_t& shape, std::size_t d,
+                          const std::vector<std::int64_t>& idx);
+  template <class... T>
+  static tensor cat(std::size_t d, const shape_t& shape, const T&... x) {
+    return cat_list(d, shape, {x...});
+  }
+  static tensor cat_list(std::size_t d, const shape_t& shape, const tensor_list& xs) {
+    dtype dt = xs[0].dtype();
+    for (const auto& x : xs) {
+      check_same_device(*xs[0].impl(), *x.impl(), "cat");
+      if (x.dtype() == dtype::f64 || (x.dtype() == dtype::f32 && !is_floating(dt))) dt = x.dtype();
+    }
+    tensor out(make_impl(shape, dt, xs[0].device()));
+    std::int64_t off = 0;
+    for (const auto& x : xs) {
+      const std::int64_t n = x.shape()[d];
+      copy_into(*slice(out, {d, off, n, 1}).impl(), *x.impl());
+      off += n;
+    }
+    return out;
+  }
+  // 0, 1, ..., n-1 along dimension d of a tensor of x's rank, dtype and device (extent 1
+  // elsewhere).
+  static tensor iota(const tensor& x, std::size_t d) {
+    const auto& xi = *x.impl();
+    shape_t shape(xi.shape.size(), 1);
+    const std::int64_t n = xi.shape.empty() ? 1 : xi.shape[d];
+    if (!shape.empty()) shape[d] = n;
+    auto h = make_impl(shape, dtype::f64);
+    for (std::int64_t i = 0; i < n; ++i) h->data<double>()[i] = static_cast<double>(i);
+    tensor t(std::move(h));
+    return tensor(transfer_kernel(*copy_kernel(*t.impl(), xi.dtype(), shape), xi.device()));
   }
   static shape_t shape(const tensor& x) { return x.shape(); }
   static tensor to_dtype(const tensor& x, dtype d) {
@@ -247,5 +353,23 @@ struct algebra_impl<tensor> {
     return xi.is_contiguous() ? x : tensor(copy_kernel(xi, xi.dtype(), xi.shape));
   }
 };
+
+inline tensor algebra_impl<tensor>::index_add(const tensor& g, const shape_t& shape, std::size_t d,
+                                              const std::vector<std::int64_t>& idx) {
+  const auto& gi = *g.impl();
+  tensor out(fill_kernel(shape, 0.0, gi.dtype(), gi.device()));
+  if (shape.empty()) {  // a 0-d input: every slice of g adds to its one element
+    const tensor total = tensor(sum_kernel(gi, (1u << gi.shape.size()) - 1, {}));
+    return idx.empty() ? out : total;
+  }
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    const tensor dst = select(out, d, idx[k]), src = select(g, d, static_cast<std::int64_t>(k));
+    const auto& di = *dst.impl();
+    copy_into(*dst.impl(), *elementwise_kernel(
+                               add_op{}, std::array<const tensor_impl*, 2>{&di, src.impl().get()},
+                               di.shape, gi.dtype(), gi.dtype()));
+  }
+  return out;
+}
 
 }  // namespace mg::detail

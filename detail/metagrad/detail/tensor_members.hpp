@@ -18,6 +18,9 @@
 #include <metagrad/error.hpp>
 #include <metagrad/ops/arithmetic.hpp>
 #include <metagrad/ops/conversion.hpp>
+#include <metagrad/ops/indexing.hpp>
+#include <metagrad/ops/math.hpp>
+#include <metagrad/ops/nn.hpp>
 #include <metagrad/ops/reductions.hpp>
 #include <metagrad/ops/shape.hpp>
 #include <metagrad/tensor_class.hpp>
@@ -66,25 +69,67 @@ inline std::mt19937_64& generator() {
   return gen;
 }
 
-template <class Op>
-tensor& in_place(tensor& self, const tensor& other, const Op& op, const char* name,
-                 const char* out_of_place) {
+// Note [In-place ops]: an in-place op computes its out-of-place result r from the tensor's
+// current value (an alias carrying its grad_fn; a copy when the op saves its inputs and the
+// result is recorded, torch's original_self), writes r into the tensor's storage (so views see
+// it), bumps the version counter, and, when recorded, makes r's node the tensor's grad_fn. A
+// node that saved the old value then fails at backward, naming itself and both versions. A leaf
+// that requires grad cannot be written in grad mode, and a view cannot be written while its
+// write would be recorded (write into its base, or into a clone of the view).
+template <class F>
+tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool saves_self,
+                 F&& compute) {
   auto& si = const_cast<tensor_impl&>(operand(self, name));
-  check_same_device(si, operand(other, name), name);
-  if (grad_mode() && (self.requires_grad() || other.requires_grad()))
-    fail(name, ": in-place operation on a tensor of shape ", shape_string(si.shape),
-         " while grad mode is on and a tensor involved requires grad; the runtime engine does "
-         "not record in-place operations yet: write a = a ",
-         out_of_place, " b, or run it under mg::no_grad_guard");
-  const shape_t result = broadcast_extents(si.shape, other.shape(), name);
-  if (result != si.shape)
-    fail(name, ": the result of shape ", shape_string(result),
-         " does not fit in place into a tensor of shape ", shape_string(si.shape));
-  const tensor b = other.to(si.dtype());
-  copy_into(si, *elementwise_kernel(op, std::array<const tensor_impl*, 2>{&si, b.impl().get()},
-                                    si.shape, si.dtype(), si.dtype()));
+  if (grad_mode() && si.requires_grad && !si.grad_fn)
+    fail(name, ": a leaf tensor that requires grad (shape ", shape_string(si.shape),
+         ") is used in an in-place operation while grad mode is on; do it under "
+         "mg::no_grad_guard (an optimiser step), or modify a clone()");
+  const bool record = grad_mode() && (requires_grad(si) || other_requires_grad);
+  if (record && si.is_view)
+    fail(name, ": in-place operation on a view (shape ", shape_string(si.shape),
+         ") while a tensor involved requires grad; the runtime engine does not record writes "
+         "through views: modify the base tensor, or a clone() of the view");
+  tensor cur(alias_of(si));
+  cur.impl()->grad_fn = si.grad_fn;
+  cur.impl()->requires_grad = si.requires_grad;
+  if (record && saves_self) cur = cur.clone();
+  const tensor r = compute(cur);
+  if (r.shape() != si.shape)
+    fail(name, ": the result of shape ", shape_string(r.shape()),
+         " does not fit in place into a tensor of shape ", shape_string(si.shape),
+         " (the other operand must broadcast to it)");
+  copy_into(si, *r.impl());
   ++si.store->version;  // See Note [Version counter]
+  if (record) si.grad_fn = r.impl()->grad_fn;
   return self;
+}
+
+inline void check_integral_in_place(const tensor& self, bool floating_other, const char* name) {
+  if (self.defined() && !is_floating(self.dtype()) && floating_other)
+    fail(name, ": the result is floating-point but the tensor (shape ", shape_string(self.shape()),
+         ") is ", dtype_name(self.dtype()),
+         "; an in-place op cannot change the dtype: convert with .to(mg::f32) first");
+}
+
+template <class Op>
+tensor& binary_in_place(tensor& self, const tensor& other, const Op& op, const char* name) {
+  operand(other, name);
+  check_integral_in_place(self, is_floating(other.dtype()), name);
+  return in_place(self, name, other.requires_grad(), saves_inputs_v<Op>,
+                  [&](const tensor& x) { return call(op, x, other); });
+}
+template <class Op>
+tensor& binary_in_place(tensor& self, double other, const Op& op, const char* name) {
+  check_integral_in_place(self, other != static_cast<double>(static_cast<std::int64_t>(other)),
+                          name);
+  return in_place(self, name, false, saves_inputs_v<Op>,
+                  [&](const tensor& x) { return call(op, x, other); });
+}
+template <class Op>
+tensor& unary_in_place(tensor& self, const Op& op, const char* name) {
+  check_integral_in_place(self, true, name);
+  return in_place(self, name, false, saves_inputs_v<Op>,
+                  [&](const tensor& x) { return call(op, x); });
 }
 }  // namespace detail
 
@@ -228,12 +273,177 @@ inline tensor tensor::sum() const { return mg::sum(*this); }
 inline tensor tensor::sum(std::int64_t axis) const { return mg::sum(*this, axis); }
 inline tensor tensor::t() const { return mg::transpose(*this); }
 
-inline tensor& tensor::add_(const tensor& other) {
-  return detail::in_place(*this, other, add_op{}, "add_", "+");
+inline tensor tensor::mean() const { return mg::mean(*this); }
+inline tensor tensor::reshape(const shape_t& shape) const { return mg::reshape(*this, shape); }
+inline tensor tensor::view(const shape_t& shape) const { return mg::view(*this, shape); }
+inline tensor tensor::flatten(std::int64_t s, std::int64_t e) const {
+  return mg::flatten(*this, s, e);
 }
-inline tensor& tensor::mul_(const tensor& other) {
-  return detail::in_place(*this, other, mul_op{}, "mul_", "*");
+inline tensor tensor::squeeze() const { return mg::squeeze(*this); }
+inline tensor tensor::squeeze(std::int64_t dim) const { return mg::squeeze(*this, dim); }
+inline tensor tensor::unsqueeze(std::int64_t dim) const { return mg::unsqueeze(*this, dim); }
+inline tensor tensor::permute(const std::vector<std::int64_t>& dims) const {
+  return mg::permute(*this, dims);
 }
+inline tensor tensor::transpose(std::int64_t d0, std::int64_t d1) const {
+  return mg::transpose(*this, d0, d1);
+}
+inline tensor tensor::expand(const shape_t& shape) const { return mg::expand(*this, shape); }
+inline tensor tensor::select(std::int64_t dim, std::int64_t index) const {
+  return mg::select(*this, dim, index);
+}
+inline tensor tensor::index_select(std::int64_t dim, const tensor& index) const {
+  return mg::index_select(*this, dim, index);
+}
+inline tensor tensor::operator[](std::int64_t i) const { return mg::select(*this, 0, i); }
+
+namespace detail {
+// The elements of an i64 index tensor of rank <= 1, on the host.
+inline std::vector<std::int64_t> index_values(const tensor& index, const char* op) {
+  operand(index, op);
+  if (index.dtype() != dtype::i64 || index.dim() > 1)
+    fail(op, ": expected a 1-D i64 index tensor, got one of shape ", shape_string(index.shape()),
+         " and dtype ", dtype_name(index.dtype()), "; convert with .to(mg::i64)");
+  const auto h = transfer_kernel(*index.impl(), device::cpu);
+  return std::vector<std::int64_t>(h->data<std::int64_t>(), h->data<std::int64_t>() + h->numel());
+}
+
+// A node of cat over a runtime list of tensors: input k's gradient is its slice of g.
+struct cat_list_node final : graph_node {
+  std::int64_t dim = 0;
+  std::vector<input_meta> meta;
+  std::vector<std::int64_t> offsets;
+  const char* name() const override { return "cat"; }
+  std::vector<impl_ptr> apply(impl_ptr grad) override {
+    const tensor g(std::move(grad));
+    std::vector<impl_ptr> r(next.size());
+    for (std::size_t k = 0; k < next.size(); ++k)
+      if (next[k])
+        r[k] = fit_gradient(mg::slice(g, dim, offsets[k], offsets[k + 1]), meta[k], "cat", k);
+    return r;
+  }
+};
+}  // namespace detail
+
+inline tensor index_select(const tensor& x, std::int64_t dim, const tensor& index) {
+  return mg::index_select(x, dim, detail::index_values(index, "index_select"));
+}
+
+inline tensor cat(const tensor_list& xs, std::int64_t dim) {
+  std::vector<shape_t> shapes;
+  for (const auto& x : xs) shapes.push_back(detail::operand(x, "cat").shape);
+  std::size_t d = 0;
+  const shape_t shape = detail::cat_shape(shapes, dim, "cat", d);
+  tensor out = detail::algebra<tensor>::cat_list(d, shape, xs);
+  bool any = false;
+  for (const auto& x : xs) any = any || x.requires_grad();
+  if (!detail::grad_mode() || !any) return out;
+  auto n = std::make_shared<detail::cat_list_node>();
+  n->dim = static_cast<std::int64_t>(d);
+  n->offsets.push_back(0);
+  for (const auto& x : xs) {
+    n->next.push_back(detail::gradient_edge(x.impl()));
+    n->meta.push_back({x.shape(), x.dtype()});
+    n->offsets.push_back(n->offsets.back() + x.shape()[d]);
+  }
+  out.impl()->grad_fn = std::move(n);
+  return out;
+}
+
+inline tensor stack(const tensor_list& xs, std::int64_t dim) {
+  std::vector<shape_t> shapes;
+  for (const auto& x : xs) shapes.push_back(detail::operand(x, "stack").shape);
+  detail::check_stack(shapes);
+  const std::size_t d = detail::wrap_dim(dim, shapes[0].size() + 1, "stack", shapes[0]);
+  tensor_list u;
+  for (const auto& x : xs) u.push_back(mg::unsqueeze(x, static_cast<std::int64_t>(d)));
+  return mg::cat(u, static_cast<std::int64_t>(d));
+}
+
+inline tensor cross_entropy(const tensor& logits, const tensor& targets) {
+  detail::operand(logits, "cross_entropy");
+  detail::operand(targets, "cross_entropy");
+  if (targets.dtype() != dtype::i64)
+    detail::fail("cross_entropy: targets must be i64 class indices, got dtype ",
+                 detail::dtype_name(targets.dtype()), " (shape ",
+                 detail::shape_string(targets.shape()), "); convert with .to(mg::i64)");
+  if (targets.dim() != (logits.dim() == 2 ? 1 : 0))
+    detail::fail("cross_entropy: targets of shape ", detail::shape_string(targets.shape()),
+                 " for logits of shape ", detail::shape_string(logits.shape()),
+                 "; expected targets [N] for logits [N, C] (or 0-d for logits [C])");
+  return mg::cross_entropy(logits, detail::index_values(targets, "cross_entropy"));
+}
+
+// ---- in place: Note [In-place ops] -------------------------------------------------------------
+
+inline tensor& tensor::add_(const tensor& o) {
+  return detail::binary_in_place(*this, o, add_op{}, "add_");
+}
+inline tensor& tensor::add_(double o) {
+  return detail::binary_in_place(*this, o, add_op{}, "add_");
+}
+inline tensor& tensor::sub_(const tensor& o) {
+  return detail::binary_in_place(*this, o, sub_op{}, "sub_");
+}
+inline tensor& tensor::sub_(double o) {
+  return detail::binary_in_place(*this, o, sub_op{}, "sub_");
+}
+inline tensor& tensor::mul_(const tensor& o) {
+  return detail::binary_in_place(*this, o, mul_op{}, "mul_");
+}
+inline tensor& tensor::mul_(double o) {
+  return detail::binary_in_place(*this, o, mul_op{}, "mul_");
+}
+inline tensor& tensor::div_(const tensor& o) {
+  return detail::binary_in_place(*this, o, div_op{}, "div_");
+}
+inline tensor& tensor::div_(double o) {
+  return detail::binary_in_place(*this, o, div_op{}, "div_");
+}
+inline tensor& tensor::pow_(double e) { return detail::unary_in_place(*this, pow_op{e}, "pow_"); }
+inline tensor& tensor::clamp_(double lo, double hi) {
+  return detail::unary_in_place(*this, clamp_op{lo, hi}, "clamp_");
+}
+inline tensor& tensor::neg_() {
+  return detail::in_place(*this, "neg_", false, false,
+                          [](const tensor& x) { return detail::call(neg_op{}, x); });
+}
+inline tensor& tensor::abs_() {
+  return detail::in_place(*this, "abs_", false, true,
+                          [](const tensor& x) { return detail::call(abs_op{}, x); });
+}
+inline tensor& tensor::exp_() { return detail::unary_in_place(*this, exp_op{}, "exp_"); }
+inline tensor& tensor::log_() { return detail::unary_in_place(*this, log_op{}, "log_"); }
+inline tensor& tensor::sqrt_() { return detail::unary_in_place(*this, sqrt_op{}, "sqrt_"); }
+inline tensor& tensor::sin_() { return detail::unary_in_place(*this, sin_op{}, "sin_"); }
+inline tensor& tensor::cos_() { return detail::unary_in_place(*this, cos_op{}, "cos_"); }
+inline tensor& tensor::tanh_() { return detail::unary_in_place(*this, tanh_op{}, "tanh_"); }
+inline tensor& tensor::sigmoid_() {
+  return detail::unary_in_place(*this, sigmoid_op{}, "sigmoid_");
+}
+inline tensor& tensor::relu_() { return detail::unary_in_place(*this, relu_op{}, "relu_"); }
+inline tensor& tensor::copy_(const tensor& src) {
+  const auto& si = detail::operand(*this, "copy_");
+  detail::operand(src, "copy_");
+  if (!detail::broadcastable_to(src.shape(), si.shape))
+    detail::fail("copy_: a source of shape ", detail::shape_string(src.shape()),
+                 " does not broadcast to the destination's shape ", detail::shape_string(si.shape));
+  const mg::dtype d = si.dtype();
+  const mg::device dev = si.device();
+  const shape_t shape = si.shape;
+  return detail::in_place(*this, "copy_", src.requires_grad(), false,
+                          [&](const tensor&) { return mg::expand(src.to(d).to(dev), shape); });
+}
+inline tensor& tensor::fill_(double value) {
+  const auto& si = detail::operand(*this, "fill_");
+  const mg::dtype d = si.dtype();
+  const mg::device dev = si.device();
+  const shape_t shape = si.shape;
+  return detail::in_place(*this, "fill_", false, false, [&](const tensor&) {
+    return full(shape, value, {.dtype = d, .device = dev});
+  });
+}
+inline tensor& tensor::zero_() { return fill_(0.0); }
 
 // ---- autograd ---------------------------------------------------------------------------------
 

@@ -11,10 +11,13 @@
 
 #include <xtensor/xarray.hpp>
 #include <xtensor/xbroadcast.hpp>
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xexception.hpp>
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xmath.hpp>
+#include <xtensor/xnoalias.hpp>
 #include <xtensor/xreducer.hpp>
+#include <xtensor/xstrided_view.hpp>
 
 #include <metagrad/detail/algebra.hpp>
 #include <metagrad/detail/backend.hpp>
@@ -22,6 +25,7 @@
 #include <metagrad/detail/cpu_backend.hpp>
 #include <metagrad/detail/dispatch.hpp>
 #include <metagrad/detail/gemm.hpp>
+#include <metagrad/detail/shape_rules.hpp>
 #include <metagrad/detail/sweep.hpp>
 #include <metagrad/detail/type_name.hpp>
 #include <metagrad/error.hpp>
@@ -200,21 +204,121 @@ struct algebra_impl<X> {
     using T = std::common_type_t<xt_value_t<decltype(a)>, xt_value_t<decltype(b)>>;
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                   "metagrad: matmul works on float or double arrays");
-    if (a.dimension() != 2 || b.dimension() != 2 || a.shape()[1] != b.shape()[0])
-      fail("matmul: shapes ", shape_string(a.shape()), " and ", shape_string(b.shape()),
-           " do not multiply; matmul takes (m,k) and (k,n) matrices");
-    const auto m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
-    xt::xarray<T> c = xt::xarray<T>::from_shape({m, n});
-    if (m == 0 || n == 0) return c;
-    if (k == 0) {
-      c.fill(T(0));
+    const shape_t sa = shape(a), sb = shape(b);
+    const matmul_plan p = plan_matmul(sa, sb, "matmul");
+    xt::xarray<T> c =
+        xt::xarray<T>::from_shape(std::vector<std::size_t>(p.out.begin(), p.out.end()));
+    if (sa.size() == 2 && sb.size() == 2) {
+      const auto m = p.m, k = p.k, n = p.n;
+      if (m == 0 || n == 0) return c;
+      if (k == 0) {
+        c.fill(T(0));
+        return c;
+      }
+      const xt_gemm_operand<T> A(a), B(b);
+      // row-major C = A B is column-major C^T = B^T A^T: See Note [Row-major gemm] in blas.hpp
+      gemm(&B.op, &A.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), B.data,
+           B.ld, A.data, A.ld, c.data(), static_cast<int>(n));
       return c;
     }
-    const xt_gemm_operand<T> A(a), B(b);
-    // row-major C = A B is column-major C^T = B^T A^T: See Note [Row-major gemm] in blas.hpp
-    gemm(&B.op, &A.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), B.data, B.ld,
-         A.data, A.ld, c.data(), static_cast<int>(n));
+    // promote 1-D operands, broadcast the batch dimensions into contiguous copies
+    const auto full = [](const auto& x, const shape_t& s, bool vec_rows, const shape_t& to) {
+      xt::xarray<T> v = x;
+      if (s.size() == 1)
+        v.reshape(vec_rows ? std::vector<std::size_t>{1, v.size()}
+                           : std::vector<std::size_t>{v.size(), 1});
+      return xt::xarray<T>(xt::broadcast(v, std::vector<std::size_t>(to.begin(), to.end())));
+    };
+    const xt::xarray<T> A = full(a, sa, true, p.a_full), B = full(b, sb, false, p.b_full);
+    batched_gemm(A.data(), B.data(), c.data(), count_of(p.batch), p.m, p.k, p.n);
     return c;
+  }
+  static auto reshape(const auto& x, const shape_t& to, const auto&) {
+    xt::xarray<xt_value_t<decltype(x)>> r = x;
+    r.reshape(std::vector<std::size_t>(to.begin(), to.end()));
+    return r;
+  }
+  static auto permute(const auto& x, const std::vector<std::size_t>& p) {
+    return xt::xarray<xt_value_t<decltype(x)>>(xt::transpose(x, p));
+  }
+  // the strided view of x along d: elements start, start + step, ... (length of them), or the
+  // one at start without the dimension (drop)
+  static auto strided(auto& x, const slice_range& r, bool drop) {
+    xt::xstrided_slice_vector sv(x.dimension(), xt::all());
+    if (drop)
+      sv[r.dim] = r.start;
+    else if (r.length == 0)
+      sv[r.dim] = xt::range(0, 0);
+    else
+      sv[r.dim] = xt::range(r.start, r.start + (r.length - 1) * r.step + 1, r.step);
+    return xt::strided_view(x, sv);
+  }
+  static auto slice(const auto& x, const slice_range& r) {
+    const xt::xarray<xt_value_t<decltype(x)>> a = x;
+    return xt::xarray<xt_value_t<decltype(x)>>(strided(a, r, false));
+  }
+  static auto select(const auto& x, std::size_t d, std::int64_t i) {
+    const xt::xarray<xt_value_t<decltype(x)>> a = x;
+    return xt::xarray<xt_value_t<decltype(x)>>(strided(a, {d, i, 1, 1}, true));
+  }
+  static auto embed(const auto& g, const shape_t& shape, const slice_range& r, bool drop) {
+    auto out = xt::xarray<xt_value_t<decltype(g)>>(
+        xt::zeros<xt_value_t<decltype(g)>>(std::vector<std::size_t>(shape.begin(), shape.end())));
+    auto v = strided(out, r, drop);
+    xt::noalias(v) = g;
+    return out;
+  }
+  static auto index_select(const auto& x, std::size_t d, const std::vector<std::int64_t>& idx) {
+    using T = xt_value_t<decltype(x)>;
+    const xt::xarray<T> a = x;
+    std::vector<std::size_t> s(a.shape().begin(), a.shape().end());
+    if (s.empty()) return xt::xarray<T>(xt::broadcast(a, std::vector<std::size_t>{idx.size()}));
+    s[d] = idx.size();
+    xt::xarray<T> out = xt::xarray<T>::from_shape(s);
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      auto dst = strided(out, {d, static_cast<std::int64_t>(k), 1, 1}, true);
+      xt::noalias(dst) = strided(a, {d, idx[k], 1, 1}, true);
+    }
+    return out;
+  }
+  static auto index_add(const auto& g, const shape_t& shape, std::size_t d,
+                        const std::vector<std::int64_t>& idx) {
+    using T = xt_value_t<decltype(g)>;
+    const xt::xarray<T> a = g;
+    xt::xarray<T> out = xt::zeros<T>(std::vector<std::size_t>(shape.begin(), shape.end()));
+    if (shape.empty()) {
+      out() = xt::sum(a)();
+      return out;
+    }
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      auto dst = strided(out, {d, idx[k], 1, 1}, true);
+      xt::noalias(dst) += strided(a, {d, static_cast<std::int64_t>(k), 1, 1}, true);
+    }
+    return out;
+  }
+  template <class... Y>
+  static auto cat(std::size_t d, const shape_t& shape, const Y&... x) {
+    using T = std::common_type_t<xt_value_t<Y>...>;
+    xt::xarray<T> out =
+        xt::xarray<T>::from_shape(std::vector<std::size_t>(shape.begin(), shape.end()));
+    std::int64_t off = 0;
+    const auto put = [&](const auto& xi) {
+      const auto n = static_cast<std::int64_t>(xi.shape()[d]);
+      auto v = strided(out, {d, off, n, 1}, false);
+      xt::noalias(v) = xi;
+      off += n;
+    };
+    (put(x), ...);
+    return out;
+  }
+  static auto iota(const auto& x, std::size_t d) {
+    using T = xt_value_t<decltype(x)>;
+    std::vector<std::size_t> s(x.dimension(), 1);
+    const std::size_t n = s.empty() ? 1 : x.shape()[d];
+    if (!s.empty()) s[d] = n;
+    xt::xarray<T> r = xt::arange<T>(static_cast<T>(n));
+    r.reshape(s);
+    return r;
   }
 };
 

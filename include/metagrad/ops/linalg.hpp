@@ -1,10 +1,15 @@
-// Linear algebra: matrix products through BLAS.
+// Linear algebra: matrix products through BLAS (CPU; on device cuda they throw until cuBLAS
+// lands): matmul with numpy semantics, dot, outer.
 #pragma once
+
+#include <cstdint>
 
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/algebra.hpp>
 #include <metagrad/detail/dispatch.hpp>
+#include <metagrad/detail/shape_rules.hpp>
 #include <metagrad/grads.hpp>
+#include <metagrad/ops/arithmetic.hpp>
 #include <metagrad/ops/list.hpp>
 #include <metagrad/ops/shape.hpp>
 
@@ -14,7 +19,9 @@ template <class A, class B>
 requires detail::Operands<A, B>
 auto matmul(const A& a, const B& b);
 
-/// 2-D matrix product: (m,k) x (k,n) -> (m,n).
+/// numpy's matmul: (..., m, k) x (..., k, n) -> (..., m, n) with the batch dimensions broadcast;
+/// a 1-D first operand is a row (its dimension dropped from the result), a 1-D second operand a
+/// column (likewise); two 1-D operands give their dot product.
 struct matmul_op {
   static constexpr const char* name = "matmul";
   static constexpr bool elementwise = false;
@@ -22,15 +29,88 @@ struct matmul_op {
   static auto forward(const auto& a, const auto& b) {
     return detail::algebra<decltype(a)>::matmul(a, b);
   }
-  // d/dA (A B) = G B^T, d/dB (A B) = A^T G
+  // d/dA (A B) = G B^T, d/dB (A B) = A^T G (1-D operands promoted as in forward, then the
+  // gradients summed over broadcast batch dimensions and brought back to the operands' shapes)
   static auto backward(const auto& a, const auto& b, const auto&, const auto& g) {
-    return grads{mg::matmul(g, mg::transpose(b)), mg::matmul(mg::transpose(a), g)};
+    if constexpr (detail::ZeroD<decltype(a)>) {
+      return grads{detail::call(mul_op{}, g, b), detail::call(mul_op{}, g, a)};
+    } else {
+      return backward_arrays(a, b, g);
+    }
+  }
+  static auto backward_arrays(const auto& a, const auto& b, const auto& g) {
+    const bool va = detail::shape_of(a).size() == 1, vb = detail::shape_of(b).size() == 1;
+    auto A = va ? mg::unsqueeze(a, 0) : a;
+    auto B = vb ? mg::unsqueeze(b, -1) : b;
+    auto G = vb ? mg::unsqueeze(g, -1) : g;
+    if (va) G = mg::unsqueeze(G, -2);
+    auto ga = mg::matmul(G, mg::transpose(B));
+    auto gb = mg::matmul(mg::transpose(A), G);
+    if (va) ga = mg::squeeze(ga, -2);
+    if (vb) gb = mg::squeeze(gb, -1);
+    return grads{ga, gb};
   }
 };
 template <class A, class B>
 requires detail::Operands<A, B>
 auto matmul(const A& a, const B& b) { return detail::call(matmul_op{}, a, b); }
 
-using linalg_ops = op_list<matmul_op>;
+namespace detail {
+template <class A, class B>
+void check_vectors(const A& a, const B& b, const char* op, bool same_length) {
+  const shape_t sa = shape_of(a), sb = shape_of(b);
+  if (sa.size() != 1 || sb.size() != 1)
+    fail(op, ": expected two 1-D tensors, got shapes ", shape_string(sa), " and ", shape_string(sb),
+         "; use matmul for matrices (or flatten the operands)");
+  if (same_length && sa[0] != sb[0])
+    fail(op, ": the vectors have lengths ", sa[0], " and ", sb[0], " (shapes ", shape_string(sa),
+         " and ", shape_string(sb), "); they must be equal");
+}
+}  // namespace detail
+
+/// The dot product of two 1-D operands of equal length.
+struct dot_op {
+  static constexpr const char* name = "dot";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::inputs;
+  static auto forward(const auto& a, const auto& b) {
+    if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(a)>>)
+      detail::check_vectors(a, b, "dot", true);
+    return detail::algebra<decltype(a)>::matmul(a, b);
+  }
+  // d/da (a . b) = g b, d/db (a . b) = g a
+  static auto backward(const auto& a, const auto& b, const auto&, const auto& g) {
+    return grads{detail::call(mul_op{}, g, b), detail::call(mul_op{}, g, a)};
+  }
+};
+template <class A, class B>
+requires detail::Operands<A, B>
+auto dot(const A& a, const B& b) { return detail::call(dot_op{}, a, b); }
+
+/// The outer product of two 1-D operands: (n) x (m) -> (n, m).
+struct outer_op {
+  static constexpr const char* name = "outer";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::inputs;
+  static auto forward(const auto& a, const auto& b) {
+    if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(a)>>)
+      detail::check_vectors(a, b, "outer", false);
+    using alg = detail::algebra<decltype(a)>;
+    return alg::matmul(alg::unsqueeze(a, 1), alg::unsqueeze(b, 0));
+  }
+  // d/da (a b^T) = G b, d/db (a b^T) = G^T a
+  static auto backward(const auto& a, const auto& b, const auto&, const auto& g) {
+    if constexpr (detail::ZeroD<decltype(a)>) {
+      return grads{detail::call(mul_op{}, g, b), detail::call(mul_op{}, g, a)};
+    } else {
+      return grads{mg::matmul(g, b), mg::matmul(mg::transpose(g), a)};
+    }
+  }
+};
+template <class A, class B>
+requires detail::Operands<A, B>
+auto outer(const A& a, const B& b) { return detail::call(outer_op{}, a, b); }
+
+using linalg_ops = op_list<matmul_op, dot_op, outer_op>;
 
 }  // namespace mg

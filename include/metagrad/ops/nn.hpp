@@ -1,9 +1,14 @@
-// Neural-network functions: softmax, log_softmax (stable: shifted by the max)
-// and mse_loss (mean reduction). Composites of the ops of the other families: their gradients,
+// Neural-network functions: softmax, log_softmax (stable: shifted by the max), mse_loss and
+// cross_entropy (mean reduction). Composites of the ops of the other families: their gradients,
 // first and higher order, are those ops' gradients.
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include <metagrad/detail/shape_rules.hpp>
+#include <metagrad/ops/indexing.hpp>
+#include <metagrad/ops/shape.hpp>
 
 #include <metagrad/detail/dispatch.hpp>
 #include <metagrad/ops/arithmetic.hpp>
@@ -32,5 +37,31 @@ auto log_softmax(const X& x, std::int64_t dim) {
 template <class A, class B>
 requires detail::Operands<A, B>
 auto mse_loss(const A& input, const B& target) { return mg::mean(mg::square(input - target)); }
+
+/// The mean over the batch of -log softmax(logits)[n, target[n]]: logits [N, C] (or [C] with one
+/// target), targets class indices in [0, C) (torch's cross_entropy, reduction='mean'). Runs on
+/// tensors (targets: an i64 mg::tensor, or a vector) and on xtensor arrays, not inside the static
+/// engine, whose expressions have no shape until evaluated.
+template <class X>
+requires detail::Operands<X>
+auto cross_entropy(const X& logits, const std::vector<std::int64_t>& targets) {
+  const shape_t s = detail::shape_of(logits);
+  if (s.empty() || s.size() > 2)
+    detail::fail("cross_entropy: expected logits of shape [N, C] (or [C]), got ",
+                 detail::shape_string(s));
+  const std::int64_t n = s.size() == 2 ? s[0] : 1, c = s.back();
+  if (static_cast<std::int64_t>(targets.size()) != n)
+    detail::fail("cross_entropy: ", targets.size(), " targets for logits of shape ",
+                 detail::shape_string(s), "; give one class index per row (", n, ")");
+  std::vector<std::int64_t> flat(targets.size());
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i] < 0 || targets[i] >= c)
+      detail::fail("cross_entropy: target ", targets[i], " (row ", i, ") is out of range for ", c,
+                   " classes (logits of shape ", detail::shape_string(s), "); valid: 0 to ", c - 1);
+    flat[i] = static_cast<std::int64_t>(i) * c + targets[i];
+  }
+  const auto picked = mg::index_select(mg::reshape(mg::log_softmax(logits, -1), {-1}), 0, flat);
+  return detail::call(neg_op{}, mg::mean(picked));
+}
 
 }  // namespace mg

@@ -87,17 +87,13 @@ auto prod(const X& x, std::int64_t dim, bool keepdim = false) {
 }
 
 namespace detail {
-// The gradient of a max or min: g split evenly among the elements equal to the result.
 template <class X, class Y, class G>
-auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r) {
-  const auto hit = mg::eq(x, unreduce(y, x, r));
-  const auto count = call(sum_op{r}, mg::where(hit, 1.0, 0.0));
-  return mg::where(hit, unreduce(g / count, x, r), 0.0);
-}
+auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r);
 }  // namespace detail
 
-/// The largest element, or the largest along `dim` (values). NaN propagates. The gradient is
-/// split evenly among the elements equal to the result (torch 1.13's for max() of all elements).
+/// The largest element, or the largest along `dim` (values). NaN propagates. The gradient of the
+/// largest of all elements is split evenly among the elements equal to it; along a dim it goes
+/// to the first of them (torch 1.13's rules).
 struct max_op {
   static constexpr const char* name = "max";
   static constexpr bool elementwise = false;
@@ -138,6 +134,31 @@ requires detail::Operands<X>
 auto min(const X& x, std::int64_t dim, bool keepdim = false) {
   return detail::call(min_op{{false, dim, keepdim}}, x);
 }
+
+namespace detail {
+// The gradient of a max or min, as torch 1.13 gives it: over all elements, g split evenly among
+// the elements equal to the result; along a dim, g goes to the first such element of each slice
+// (the index torch's max(dim) returns).
+template <class X, class Y, class G>
+auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r) {
+  const auto hit = mg::eq(x, unreduce(y, x, r));
+  if constexpr (std::is_same_v<family_t<X>, expr_family> ||
+                std::is_same_v<family_t<X>, number_family>) {
+    return mg::where(hit, g, 0.0);  // 0-d: the one element is the result
+  } else {
+    const shape_t s = shape_of(x);
+    if (r.all || s.empty()) {
+      const auto count = call(sum_op{r}, mg::where(hit, 1.0, 0.0));
+      return mg::where(hit, unreduce(g / count, x, r), 0.0);
+    }
+    const std::size_t d = reduced_dim(r, s.size(), "max", s);
+    const auto at = algebra<X>::iota(x, d);  // 0, 1, ... along d
+    const auto first = call(min_op{{false, static_cast<std::int64_t>(d), true}},
+                            mg::where(hit, at, static_cast<double>(s[d])));
+    return mg::where(mg::eq(at, first), unreduce(g, x, r), 0.0);
+  }
+}
+}  // namespace detail
 
 /// The L2 norm of all elements, or along `dim`; its gradient is 0 where the norm is 0.
 struct norm_op {

@@ -1,12 +1,17 @@
-// Shape ops: expand (broadcast_to), sum_to (its adjoint), unsqueeze, transpose.
+// Shape ops: expand (broadcast_to), sum_to (its adjoint), unsqueeze, transpose, reshape (view,
+// flatten, squeeze) and permute (transpose(d0, d1)). On tensors each is a view sharing storage
+// and version counter where torch's is (reshape of a tensor whose layout allows it, view,
+// flatten, squeeze, unsqueeze, expand, transpose, permute); reshape copies otherwise.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/algebra.hpp>
 #include <metagrad/detail/dispatch.hpp>
+#include <metagrad/detail/shape_rules.hpp>
 #include <metagrad/ops/list.hpp>
 #include <metagrad/types.hpp>
 
@@ -25,6 +30,9 @@ auto transpose(const X& x);
 template <class X>
 requires detail::Operands<X>
 auto sum(const X& x, std::int64_t dim, bool keepdim = false);
+template <class X>
+requires detail::Operands<X>
+auto reshape(const X& x, const shape_t& shape);
 
 /// x broadcast (numpy rules) to `shape`.
 struct expand_op {
@@ -87,6 +95,77 @@ template <class X>
 requires detail::Operands<X>
 auto transpose(const X& x) { return detail::call(transpose_op{}, x); }
 
-using shape_ops = op_list<expand_op, sum_to_op, unsqueeze_op, transpose_op>;
+/// x with another shape and the same elements in row-major order: reshape (-1 infers one extent;
+/// a view when x's layout allows, else a copy), view (a view or an error), flatten, squeeze.
+struct reshape_op {
+  static constexpr const char* name = "reshape";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::inputs;
+  detail::shape_rule rule;
+  auto forward(const auto& x) const {
+    return detail::algebra<decltype(x)>::reshape(x, rule.apply(detail::shape_of(x)), rule);
+  }
+  // d/dx reshape(x) = g in x's shape
+  auto backward(const auto& x, const auto&, const auto& g) const {
+    return mg::reshape(g, detail::shape_of(x));
+  }
+};
+template <class X>
+requires detail::Operands<X>
+auto reshape(const X& x, const shape_t& shape) {
+  return detail::call(reshape_op{{.shape = shape}}, x);
+}
+/// reshape that never copies: an error when x's layout does not allow the shape.
+template <class X>
+requires detail::Operands<X>
+auto view(const X& x, const shape_t& shape) {
+  return detail::call(reshape_op{{.shape = shape, .view = true}}, x);
+}
+/// Dimensions start_dim..end_dim merged into one (a 0-d x becomes 1-D).
+template <class X>
+requires detail::Operands<X>
+auto flatten(const X& x, std::int64_t start_dim = 0, std::int64_t end_dim = -1) {
+  using detail::shape_rule;
+  return detail::call(reshape_op{{.kind = shape_rule::flatten, .a = start_dim, .b = end_dim}}, x);
+}
+/// Every dimension of extent 1 removed.
+template <class X>
+requires detail::Operands<X>
+auto squeeze(const X& x) {
+  return detail::call(reshape_op{{.kind = detail::shape_rule::squeeze_all}}, x);
+}
+/// Dimension `dim` removed if its extent is 1 (else x unchanged, as in torch).
+template <class X>
+requires detail::Operands<X>
+auto squeeze(const X& x, std::int64_t dim) {
+  return detail::call(reshape_op{{.kind = detail::shape_rule::squeeze_dim, .a = dim}}, x);
+}
+
+/// x with its dimensions reordered: permute(x, {2, 0, 1}); transpose(x, d0, d1) swaps two.
+struct permute_op {
+  static constexpr const char* name = "permute";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::nothing;
+  detail::permutation p;
+  auto forward(const auto& x) const {
+    return detail::algebra<decltype(x)>::permute(x, p.apply(detail::shape_of(x)));
+  }
+  // d/dx permute(x) = g permuted back
+  auto backward(const auto&, const auto&, const auto& g) const {
+    return detail::call(permute_op{p.inverse(detail::shape_of(g).size())}, g);
+  }
+};
+template <class X>
+requires detail::Operands<X>
+auto permute(const X& x, const std::vector<std::int64_t>& dims) {
+  return detail::call(permute_op{{.dims = dims}}, x);
+}
+template <class X>
+requires detail::Operands<X>
+auto transpose(const X& x, std::int64_t d0, std::int64_t d1) {
+  return detail::call(permute_op{{.d0 = d0, .d1 = d1, .swap = true}}, x);
+}
+
+using shape_ops = op_list<expand_op, sum_to_op, unsqueeze_op, transpose_op, reshape_op, permute_op>;
 
 }  // namespace mg

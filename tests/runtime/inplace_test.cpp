@@ -1,0 +1,113 @@
+// In-place ops as torch records them (Note [In-place ops]): the result of the out-of-place op
+// replaces the tensor's value and history, the version counter counts the writes, and the three
+// misuses are errors (a leaf that requires grad, a saved tensor written before backward, a view
+// written while recording).
+#include <cmath>
+
+#include <gtest/gtest.h>
+#include <xtensor/xadapt.hpp>
+
+#include <metagrad/metagrad.hpp>
+
+#include "support/harness_runtime.hpp"
+
+using mg::tensor;
+using mg_test::expect_error;
+
+namespace {
+tensor leaf(std::initializer_list<double> v) {
+  return tensor(xt::xarray<double>(xt::adapt(std::vector<double>(v)))).requires_grad_();
+}
+double at(const tensor& t, std::size_t i) { return t.to_xtensor<double>().flat(i); }
+}  // namespace
+
+TEST(InPlace, RecordedOnANonLeaf) {
+  const tensor x = leaf({1.0, 2.0, 3.0});
+  tensor y = x * 2.0;
+  EXPECT_EQ(y.version(), 0u);
+  y.add_(x).mul_(3.0);
+  EXPECT_EQ(y.version(), 2u);
+  EXPECT_EQ(at(y, 1), 18.0);
+  EXPECT_STREQ(y.grad_fn()->name(), "mul");
+  y.sum().backward();
+  EXPECT_EQ(at(x.grad(), 0), 9.0);  // d/dx 3 (2x + x)
+}
+
+TEST(InPlace, BinaryWithAnOperandThatRequiresGrad) {
+  const tensor x = leaf({1.0, -2.0}), w = leaf({3.0, 5.0});
+  tensor a = x * 1.0;
+  a.mul_(w);  // the mul node keeps a copy of a's old value (torch's original_self)
+  a.div_(w * w).sub_(w);
+  (a * a).sum().backward();
+  // a = x / w - w; d/dx = 2 a / w, d/dw = 2 a (-x / w^2 - 1)
+  for (std::size_t i = 0; i < 2; ++i) {
+    const double xi = at(x, i), wi = at(w, i), ai = xi / wi - wi;
+    EXPECT_NEAR(at(x.grad(), i), 2 * ai / wi, 1e-14);
+    EXPECT_NEAR(at(w.grad(), i), 2 * ai * (-xi / (wi * wi) - 1), 1e-14);
+  }
+}
+
+TEST(InPlace, UnaryFormsAndSecondOrder) {
+  const tensor x = leaf({0.5, -1.0});
+  tensor y = x * 1.0;
+  y.exp_();
+  const auto g = mg::autograd::grad({y.sum()}, {x}, {}, {.create_graph = true});
+  EXPECT_NEAR(at(g[0], 1), std::exp(-1.0), 1e-15);
+  g[0].sum().backward();
+  EXPECT_NEAR(at(x.grad(), 0), std::exp(0.5), 1e-15);  // d2/dx2 exp = exp
+
+  tensor z = x * 1.0;
+  z.sigmoid_().relu_().clamp_(0.0, 0.5).sqrt_();
+  const double s = 1 / (1 + std::exp(1.0));
+  EXPECT_NEAR(at(z, 1), std::sqrt(s), 1e-15);
+  EXPECT_NEAR(at(z, 0), std::sqrt(0.5), 1e-15);  // sigmoid(0.5) > 0.5: clamped
+  tensor u = x * 1.0;
+  u.neg_().abs_().pow_(3.0).log_().tanh_().sin_().cos_();
+  EXPECT_NEAR(at(u, 0), std::cos(std::sin(std::tanh(std::log(0.125)))), 1e-15);
+}
+
+TEST(InPlace, CopyFillZero) {
+  const tensor x = leaf({1.0, 2.0});
+  tensor a = mg::zeros({2, 2}, {.dtype = mg::f64});
+  a.copy_(x);  // broadcast into a, recorded: a now depends on x
+  EXPECT_TRUE(a.requires_grad());
+  (a * a).sum().backward();
+  EXPECT_EQ(at(x.grad(), 1), 8.0);  // two rows of 2 x
+  a.detach().fill_(7.0);
+  EXPECT_EQ(at(a, 3), 7.0);
+  tensor b = mg::ones({3});
+  b.zero_();
+  EXPECT_EQ(b.sum().item<double>(), 0.0);
+  EXPECT_EQ(b.version(), 1u);
+}
+
+TEST(InPlace, IntegerTensors) {
+  tensor i = tensor{1.0, 2.0}.to(mg::i64);
+  i.add_(2.0).mul_(3.0);
+  EXPECT_EQ(i.dtype(), mg::i64);
+  EXPECT_EQ(i.to_xtensor<double>()(1), 12.0);
+  expect_error([&] { i.add_(0.5); }, {"add_", "i64", "floating"});
+  expect_error([&] { i.exp_(); }, {"exp_", "i64"});
+}
+
+TEST(InPlace, Errors) {
+  tensor x = leaf({1.0, 2.0});
+  expect_error([&] { x.add_(1.0); }, {"add_", "leaf", "requires grad", "no_grad_guard"});
+  {
+    mg::no_grad_guard ng;
+    x.sub_(1.0);  // an optimiser step
+  }
+  EXPECT_EQ(x.version(), 1u);
+  EXPECT_EQ(at(x, 1), 1.0);
+
+  tensor y = mg::exp(x);  // exp saves its output
+  y.add_(1.0);
+  expect_error([&] { y.sum().backward(); },
+               {"modified by an in-place operation", "exp", "version 1", "expected version 0"});
+
+  tensor v = x * 1.0;
+  tensor row = v.unsqueeze(0)[0];
+  expect_error([&] { row.mul_(2.0); }, {"mul_", "view", "clone()"});
+  tensor small = x * 1.0;
+  expect_error([&] { small.add_(mg::ones({3, 2}, {.dtype = mg::f64})); }, {"add_", "[3,2]", "[2]"});
+}
