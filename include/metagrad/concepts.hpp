@@ -117,6 +117,18 @@ constexpr bool simd_enabled() {
   }
 }
 
+// Does F map integers to integers (add, mul, maximum, where...)? Then on i64 and bool tensors
+// its result is i64 (or bool), as in torch; else an integer input gives a floating result.
+// Declared with `static constexpr bool keeps_integers = true`.
+template <class F>
+constexpr bool keeps_integers() {
+  if constexpr (requires { F::keeps_integers; }) {
+    return F::keeps_integers;
+  } else {
+    return false;
+  }
+}
+
 // What F's backward reads: its `saves` member, else everything.
 template <class F>
 constexpr saved saves_of() {

@@ -19,6 +19,7 @@ namespace mg {
 using elementwise_ops = op_list_concat<arithmetic_ops, math_ops, comparison_ops>;
 
 /// Every built-in op of both engines (the conversions, tensor members, are `conversion_ops`).
-using builtin_ops = op_list_concat<elementwise_ops, reduction_ops, shape_ops, indexing_ops, linalg_ops>;
+using builtin_ops =
+    op_list_concat<elementwise_ops, reduction_ops, shape_ops, indexing_ops, linalg_ops>;
 
 }  // namespace mg

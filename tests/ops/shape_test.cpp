@@ -81,3 +81,39 @@ TEST(Linalg, Dot) {
 TEST(Linalg, Outer) {
   expect_ad([](auto a, auto b) { return mg::outer(a, b); }, {.shapes = {{3}, {2}}, .scalar = false, .device = false});
 }
+
+#if defined(MG_TEST_DEVICE)
+constexpr mg::device dev = mg::device::cuda;
+#else
+constexpr mg::device dev = mg::device::cpu;
+#endif
+
+// The same semantics on every backend (this file is compiled into the Thrust binaries too): views
+// share storage, index_select accumulates, cat joins, in-place ops are recorded, i64 and bool
+// tensors keep their dtypes.
+TEST(IndexingOnEveryBackend, ViewsIndicesAndDtypes) {
+  const tensor x = tensor(xt::xarray<double>{{0.0, 1.0, 2.0}, {3.0, 4.0, 5.0}}).to(dev).requires_grad_();
+  const tensor row = x[1], col = mg::slice(x, 1, 1, {}, 1).permute({1, 0});
+  EXPECT_EQ(row.impl()->store, x.impl()->store);
+  EXPECT_EQ(row.device(), dev);
+  EXPECT_EQ(col.to_xtensor<double>()(1, 0), 2.0);
+  const tensor idx = tensor{1.0, 1.0, 0.0}.to(mg::i64).to(dev);
+  const tensor picked = mg::index_select(x, 0, idx);
+  EXPECT_EQ(picked.to_xtensor<double>()(1, 2), 5.0);
+  const tensor joined = mg::cat({x, picked}, 0);
+  EXPECT_EQ(joined.shape(), (mg::shape_t{5, 3}));
+  tensor y = joined * 1.0;
+  y.mul_(2.0).add_(1.0);  // recorded
+  y.sum().backward();
+  const auto g = x.grad().to_xtensor<double>();
+  EXPECT_EQ(g(0, 0), 4.0);  // once in x, once picked: 2 + 2
+  EXPECT_EQ(g(1, 1), 6.0);  // once in x, twice picked
+  const tensor i = idx + 2;
+  EXPECT_EQ(i.dtype(), mg::i64);
+  EXPECT_EQ(i.device(), dev);
+  EXPECT_EQ(i.to_xtensor<double>()(0), 3.0);
+  const tensor b = i > 2;
+  EXPECT_EQ(b.dtype(), mg::b8);
+  EXPECT_EQ((b + b).dtype(), mg::b8);
+  EXPECT_EQ(mg::where(b, i, 0).to_xtensor<double>()(2), 0.0);
+}

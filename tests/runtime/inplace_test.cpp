@@ -86,7 +86,8 @@ TEST(InPlace, IntegerTensors) {
   i.add_(2.0).mul_(3.0);
   EXPECT_EQ(i.dtype(), mg::i64);
   EXPECT_EQ(i.to_xtensor<double>()(1), 12.0);
-  expect_error([&] { i.add_(0.5); }, {"add_", "i64", "floating"});
+  expect_error([&] { i.add_(0.5); }, {"add_", "i64", "f32"});
+  expect_error([&] { i.div_(2.0); }, {"div_", "i64", "f32"});  // true division, as torch
   expect_error([&] { i.exp_(); }, {"exp_", "i64"});
 }
 
@@ -110,4 +111,40 @@ TEST(InPlace, Errors) {
   expect_error([&] { row.mul_(2.0); }, {"mul_", "view", "clone()"});
   tensor small = x * 1.0;
   expect_error([&] { small.add_(mg::ones({3, 2}, {.dtype = mg::f64})); }, {"add_", "[3,2]", "[2]"});
+}
+
+TEST(InPlace, CopyOfALeafAndMixedDtypes) {
+  const tensor x = leaf({1.0, 2.0, 3.0}), w = leaf({4.0, 5.0, 6.0});
+  tensor a = mg::zeros({3}, {.dtype = mg::f64});
+  a.copy_(x);  // same shape and dtype: the history still points to x
+  (a * w).sum().backward();
+  EXPECT_EQ(at(x.grad(), 2), 6.0);
+
+  const tensor f = tensor{1.0f, 2.0f}.requires_grad_();
+  tensor h = f * 1.0f;
+  h.mul_(tensor{3.0, 4.0});  // an f64 operand: the result is converted back to f32, recorded
+  EXPECT_EQ(h.dtype(), mg::f32);
+  h.sum().backward();
+  EXPECT_EQ(f.grad().dtype(), mg::f32);
+  EXPECT_EQ(at(f.grad(), 1), 4.0);
+}
+
+TEST(InPlace, OverlapExpandedViewsAndStaleViews) {
+  tensor m{{1.0, 2.0}, {3.0, 4.0}};
+  m.copy_(m.t());  // the source is copied first
+  EXPECT_EQ(m.to_xtensor<double>(), (xt::xarray<double>{{1.0, 3.0}, {2.0, 4.0}}));
+  tensor e = mg::zeros({3}).expand({2, 3});
+  expect_error([&] { e.add_(1.0); }, {"add_", "expanded view", "clone()"});
+  const tensor x = leaf({1.0, 2.0});
+  tensor h = x * 1.0;
+  const tensor v = h.unsqueeze(0);
+  h.mul_(2.0);  // v's history is stale: backward refuses rather than give 1 instead of 2
+  expect_error([&] { v.sum().backward(); }, {"unsqueeze", "version 1", "expected version 0"});
+}
+
+TEST(InPlace, MaxOfNaNSendsTheGradientToTheNaN) {
+  const tensor x = leaf({1.0, std::nan(""), 3.0});
+  mg::max(x).backward();
+  EXPECT_EQ(at(x.grad(), 1), 1.0);
+  EXPECT_EQ(at(x.grad(), 2), 0.0);
 }

@@ -153,3 +153,24 @@ TEST(Tensor, NumbersTakeTheFloatingOperandsDtype) {
   EXPECT_EQ(mg::var(m, 0).to_xtensor<double>(), (xt::xarray<double>{2.0, 8.0}));
   EXPECT_DOUBLE_EQ(mg::var(m, false).item<double>(), 3.5);
 }
+
+TEST(Tensor, TypePromotionFollowsTorch) {
+  const mg::tensor f{1.0f, 2.0f}, d = mg::tensor(3.0), i = mg::tensor{1.0, 2.0}.to(mg::i64),
+                   b = f > 1.5f;
+  EXPECT_EQ((f + d).dtype(), mg::f32);  // a 0-d tensor of the same category does not promote
+  EXPECT_EQ((f + f.to(mg::f64)).dtype(), mg::f64);
+  EXPECT_EQ((i + 2).dtype(), mg::i64);  // integers stay integers
+  EXPECT_EQ((i * i).to_xtensor<double>(), (xt::xarray<double>{1.0, 4.0}));
+  EXPECT_EQ(mg::maximum(i, b).dtype(), mg::i64);
+  EXPECT_EQ((-i).dtype(), mg::i64);
+  EXPECT_EQ((i + 2.5).dtype(), mg::f32);  // a floating number brings the default dtype
+  EXPECT_EQ((i + 2.5).to_xtensor<double>(), (xt::xarray<double>{3.5, 4.5}));
+  EXPECT_EQ((i / 2).dtype(), mg::f32);  // true division, as torch
+  EXPECT_EQ((i / 2).to_xtensor<double>(), (xt::xarray<double>{0.5, 1.0}));
+  EXPECT_EQ(mg::exp(i).dtype(), mg::f32);
+  EXPECT_EQ((i > 1).dtype(), mg::b8);
+  EXPECT_EQ((b + b).dtype(), mg::b8);
+  EXPECT_EQ((i + f.to(mg::f64)).dtype(), mg::f64);
+  EXPECT_EQ(mg::where(b, i, 0).dtype(), mg::i64);
+  EXPECT_EQ((b + 0.5).dtype(), mg::f32);
+}

@@ -74,21 +74,63 @@ const tensor& first_tensor(const X& x, const R&... r) {
   }
 }
 
+// Note [Elementwise dtypes]: the dtype of an elementwise op's result follows torch's type
+// promotion. Operands rank by category (bool < integer < floating) and, within one, by width
+// (bool < i64, f32 < f64); tensors with dimensions decide first, then 0-d tensors, then C++
+// numbers, and a later group counts only when its category is higher (a number then brings the
+// default dtype of its category: f32 or i64). So f32[3] + f64 0-d is f32, f32 + 1.0 is f32,
+// i64 + 2 is i64, i64 + 2.5 is f32. The op computes in that dtype when it is floating. When it
+// is i64 or bool, ops that keep integers (`keeps_integers`: add, mul, maximum, where...) compute
+// in f64 (exact below 2^53) and convert the result back; comparisons compute in f64 and give
+// bool; every other op (div, exp...) computes in f32, as torch's integer-to-float ops do.
+struct promotion {
+  int cat[3] = {-1, -1, -1};  // per group: tensors with dimensions, 0-d tensors, numbers
+  dtype dt[3] = {dtype::b8, dtype::b8, dtype::b8};
+
+  static int category(dtype d) { return is_floating(d) ? 2 : d == dtype::i64 ? 1 : 0; }
+  static int width(dtype d) { return d == dtype::f64 || d == dtype::i64 ? 1 : 0; }
+  void add(int group, int c, dtype d) {
+    if (c > cat[group] || (c == cat[group] && width(d) > width(dt[group]))) {
+      cat[group] = c;
+      dt[group] = d;
+    }
+  }
+  template <class X>
+  void visit(const X& x) {
+    if constexpr (std::is_same_v<X, tensor>) {
+      if (x.defined()) add(x.dim() > 0 ? 0 : 1, category(x.dtype()), x.dtype());
+    } else if constexpr (std::is_same_v<X, bool>) {
+      add(2, 0, dtype::b8);
+    } else if constexpr (std::is_integral_v<X>) {
+      add(2, 1, dtype::i64);
+    } else {
+      add(2, 2, dtype::f32);
+    }
+  }
+  dtype result() const {
+    int c = cat[0];
+    dtype d = dt[0];
+    if (cat[1] > c) {
+      c = cat[1];
+      d = dt[1];
+    }
+    if (cat[2] > c) d = dt[2];
+    return d;
+  }
+};
+
 template <class Op, class... T>
-tensor elementwise_apply(const Op& op, const T&... t) {
+tensor elementwise_apply(const Op& op, dtype promoted, const T&... t) {
   constexpr std::size_t N = sizeof...(T);
   const char* name = op_name<Op>();
   const std::array<const tensor_impl*, N> in0{&operand(t, name)...};
-  // Note [Elementwise dtypes]: an elementwise op computes in f64 if an operand is f64, else in
-  // f32 if one is f32; bool and i64 operands (a condition, an index compared) are converted to
-  // it, and operands that are all bool or i64 compute in f64, exact for integers below 2^53.
-  bool any_f32 = false, any_f64 = false;
-  for (std::size_t k = 0; k < N; ++k) {
-    if (k > 0) check_same_device(*in0[0], *in0[k], name);
-    any_f32 = any_f32 || in0[k]->dtype() == dtype::f32;
-    any_f64 = any_f64 || in0[k]->dtype() == dtype::f64;
-  }
-  const dtype d = any_f64 || !any_f32 ? dtype::f64 : dtype::f32;
+  for (std::size_t k = 1; k < N; ++k) check_same_device(*in0[0], *in0[k], name);
+  // See Note [Elementwise dtypes]
+  const bool integral = !is_floating(promoted);
+  const bool comparison = integral && !is_differentiable<Op>();
+  const dtype d = !integral                            ? promoted
+                  : keeps_integers<Op>() || comparison ? dtype::f64
+                                                       : dtype::f32;
   const std::array<tensor, N> c{t.to(d)...};  // recorded: gradients come back in each dtype
   shape_t shape = c[0].shape();
   for (std::size_t k = 1; k < N; ++k) shape = broadcast_extents(shape, c[k].shape(), name);
@@ -97,6 +139,8 @@ tensor elementwise_apply(const Op& op, const T&... t) {
   return [&]<std::size_t... k>(std::index_sequence<k...>) {
     tensor out(elementwise_kernel(op, std::array<const tensor_impl*, N>{c[k].impl().get()...},
                                   shape, d, result));
+    if (integral && keeps_integers<Op>())  // no operand requires grad: nothing to record
+      return tensor(copy_kernel(*out.impl(), promoted, shape));
     return record(op, std::move(out), c[k]...);
   }
   (std::make_index_sequence<N>{});
@@ -124,7 +168,11 @@ tensor apply_in(tensor_family, const Op& op, const X&... x) {
   operand(like, op_name<Op>());
   const dtype nd = number_dtype(x...);
   if constexpr (is_elementwise<Op>()) {
-    return elementwise_apply(op, as_tensor(x, like, nd)...);
+    promotion p;
+    (p.visit(x), ...);
+    const dtype promoted = p.result();
+    const dtype compute = is_floating(promoted) ? promoted : dtype::f64;
+    return elementwise_apply(op, promoted, as_tensor(x, like, compute)...);
   } else {
     return shaped_apply(op, as_tensor(x, like, nd)...);
   }
@@ -292,10 +340,7 @@ struct algebra_impl<tensor> {
   }
   static tensor index_select(const tensor& x, std::size_t d, const std::vector<std::int64_t>& idx) {
     const auto& xi = *x.impl();
-    if (xi.shape.empty()) {  // a 0-d tensor: torch reads it as one element along dim 0
-      tensor flat = reshape(x, {1}, {});
-      return reshape(index_select(flat, 0, idx), idx.empty() ? shape_t{0} : shape_t{}, {});
-    }
+    if (xi.shape.empty()) return clone(x);  // a 0-d tensor and one index 0 (index_select_op)
     shape_t shape = xi.shape;
     shape[d] = static_cast<std::int64_t>(idx.size());
     tensor out(make_impl(shape, xi.dtype(), xi.device()));
@@ -310,11 +355,12 @@ struct algebra_impl<tensor> {
     return cat_list(d, shape, {x...});
   }
   static tensor cat_list(std::size_t d, const shape_t& shape, const tensor_list& xs) {
-    dtype dt = xs[0].dtype();
+    promotion p;
     for (const auto& x : xs) {
       check_same_device(*xs[0].impl(), *x.impl(), "cat");
-      if (x.dtype() == dtype::f64 || (x.dtype() == dtype::f32 && !is_floating(dt))) dt = x.dtype();
+      p.add(0, promotion::category(x.dtype()), x.dtype());
     }
+    const dtype dt = p.result();
     tensor out(make_impl(shape, dt, xs[0].device()));
     std::int64_t off = 0;
     for (const auto& x : xs) {
@@ -358,10 +404,7 @@ inline tensor algebra_impl<tensor>::index_add(const tensor& g, const shape_t& sh
                                               const std::vector<std::int64_t>& idx) {
   const auto& gi = *g.impl();
   tensor out(fill_kernel(shape, 0.0, gi.dtype(), gi.device()));
-  if (shape.empty()) {  // a 0-d input: every slice of g adds to its one element
-    const tensor total = tensor(sum_kernel(gi, (1u << gi.shape.size()) - 1, {}));
-    return idx.empty() ? out : total;
-  }
+  if (shape.empty()) return clone(g);  // a 0-d input and one index 0 (index_select_op)
   for (std::size_t k = 0; k < idx.size(); ++k) {
     const tensor dst = select(out, d, idx[k]), src = select(g, d, static_cast<std::int64_t>(k));
     const auto& di = *dst.impl();

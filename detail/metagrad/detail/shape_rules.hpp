@@ -186,12 +186,16 @@ struct permutation {
     return p;
   }
   // The permutation that undoes this one on a tensor of rank n.
+  // The permutation that undoes this one on a tensor of rank n (this one already checked).
   permutation inverse(std::size_t n) const {
     if (swap) return *this;
-    std::vector<std::size_t> p = apply(shape_t(n, 1));
     permutation r;
-    r.dims.resize(n);
-    for (std::size_t i = 0; i < n; ++i) r.dims[p[i]] = static_cast<std::int64_t>(i);
+    r.dims.assign(n, 0);
+    const auto rank = static_cast<std::int64_t>(n);
+    for (std::size_t i = 0; i < n && i < dims.size(); ++i) {
+      const std::int64_t d = dims[i] < 0 ? dims[i] + rank : dims[i];
+      if (d >= 0 && d < rank) r.dims[static_cast<std::size_t>(d)] = static_cast<std::int64_t>(i);
+    }
     return r;
   }
 };
@@ -222,7 +226,7 @@ inline slice_range resolve_slice(const slice_spec& s, const shape_t& in) {
     return std::clamp<std::int64_t>(x, 0, n);
   };
   const std::int64_t b = clamp(s.start, 0), e = std::max(clamp(s.end, n), b);
-  return {d, b, (e - b + s.step - 1) / s.step, s.step};
+  return {d, b, e == b ? 0 : (e - b - 1) / s.step + 1, s.step};
 }
 
 /// index i (negative counts from the end) along `dim` of shape `in`, checked.

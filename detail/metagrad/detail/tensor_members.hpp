@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <ostream>
 #include <random>
@@ -89,45 +90,54 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
     fail(name, ": in-place operation on a view (shape ", shape_string(si.shape),
          ") while a tensor involved requires grad; the runtime engine does not record writes "
          "through views: modify the base tensor, or a clone() of the view");
+  for (std::size_t i = 0; i < si.shape.size(); ++i)
+    if (si.strides[i] == 0 && si.shape[i] > 1)
+      fail(name, ": the tensor (shape ", shape_string(si.shape), ", strides ",
+           shape_string(si.strides),
+           ") is an expanded view: several of its elements share one memory location, so it "
+           "cannot be written in place; clone() it first");
   tensor cur(alias_of(si));
   cur.impl()->grad_fn = si.grad_fn;
   cur.impl()->requires_grad = si.requires_grad;
   if (record && saves_self) cur = cur.clone();
-  const tensor r = compute(cur);
+  tensor r = compute(cur);
   if (r.shape() != si.shape)
     fail(name, ": the result of shape ", shape_string(r.shape()),
          " does not fit in place into a tensor of shape ", shape_string(si.shape),
          " (the other operand must broadcast to it)");
+  if (promotion::category(r.dtype()) > promotion::category(si.dtype()))
+    fail(name, ": the result is ", dtype_name(r.dtype()), " but the tensor (shape ",
+         shape_string(si.shape), ") is ", dtype_name(si.dtype()),
+         "; an in-place op cannot change the dtype: convert with .to(mg::", dtype_name(r.dtype()),
+         ") first, or use the out-of-place op");
+  if (r.dtype() != si.dtype()) r = r.to(si.dtype());  // recorded, so gradients keep dtypes
+  // the result must not alias the memory it is written to (a.copy_(a.t())), and a leaf or an
+  // alias (copy_ of a leaf) gets a node of its own so that the tensor's history points to it
+  if (r.impl()->store == si.store || (record && r.requires_grad() && !r.grad_fn())) r = r.clone();
   copy_into(si, *r.impl());
   ++si.store->version;  // See Note [Version counter]
   if (record) si.grad_fn = r.impl()->grad_fn;
   return self;
 }
 
-inline void check_integral_in_place(const tensor& self, bool floating_other, const char* name) {
-  if (self.defined() && !is_floating(self.dtype()) && floating_other)
-    fail(name, ": the result is floating-point but the tensor (shape ", shape_string(self.shape()),
-         ") is ", dtype_name(self.dtype()),
-         "; an in-place op cannot change the dtype: convert with .to(mg::f32) first");
-}
-
 template <class Op>
 tensor& binary_in_place(tensor& self, const tensor& other, const Op& op, const char* name) {
-  operand(other, name);
-  check_integral_in_place(self, is_floating(other.dtype()), name);
+  check_same_device(operand(self, name), operand(other, name), name);
   return in_place(self, name, other.requires_grad(), saves_inputs_v<Op>,
                   [&](const tensor& x) { return call(op, x, other); });
 }
+// A number: on an integer tensor an integral value counts as an integer (`i.add_(2)`), so the
+// result stays an integer where the op keeps integers.
 template <class Op>
 tensor& binary_in_place(tensor& self, double other, const Op& op, const char* name) {
-  check_integral_in_place(self, other != static_cast<double>(static_cast<std::int64_t>(other)),
-                          name);
-  return in_place(self, name, false, saves_inputs_v<Op>,
-                  [&](const tensor& x) { return call(op, x, other); });
+  const bool integral = !is_floating(operand(self, name).dtype()) && std::isfinite(other) &&
+                        std::trunc(other) == other && std::fabs(other) < 9.0e15;
+  return in_place(self, name, false, saves_inputs_v<Op>, [&](const tensor& x) {
+    return integral ? call(op, x, static_cast<std::int64_t>(other)) : call(op, x, other);
+  });
 }
 template <class Op>
 tensor& unary_in_place(tensor& self, const Op& op, const char* name) {
-  check_integral_in_place(self, true, name);
   return in_place(self, name, false, saves_inputs_v<Op>,
                   [&](const tensor& x) { return call(op, x); });
 }

@@ -171,8 +171,8 @@ struct algebra_impl<X> {
   // axis counts in the result, which has one dimension more than g
   static auto unsqueeze(const auto& g, std::ptrdiff_t axis) {
     using T = xt_value_t<decltype(g)>;
-    const auto d = static_cast<std::ptrdiff_t>(g.dimension()) + 1;
-    return xt::xarray<T>(xt::expand_dims(g, static_cast<std::size_t>(axis < 0 ? axis + d : axis)));
+    const std::size_t a = wrap_dim(axis, g.dimension() + 1, "unsqueeze", shape(g));
+    return xt::xarray<T>(xt::expand_dims(g, a));
   }
   static auto broadcast(const auto& x, const shape_t& shape) {
     using T = xt_value_t<decltype(x)>;
@@ -190,10 +190,14 @@ struct algebra_impl<X> {
     return xt::xarray<T>(reduce_to_shape(x, s));
   }
   static shape_t shape(const auto& x) { return shape_t(x.shape().begin(), x.shape().end()); }
-  // x with its last two axes swapped (the identity below 2-D), as on tensors: a view (no copy),
-  // which matmul hands to BLAS as a transposed operand. It refers to x, which outlives the
-  // backward expression that uses it.
+  // x with its last two axes swapped (the identity below 2-D), as on tensors: a materialised
+  // array (so `auto t = mg::transpose(f(x))` holds no reference to a temporary)
   static auto transpose(const auto& x) {
+    return xt::xarray<xt_value_t<decltype(x)>>(transpose_view(x));
+  }
+  // ... as a view (no copy), which matmul hands to BLAS as a transposed operand: only for use
+  // within the expression that holds x (matmul's backward)
+  static auto transpose_view(const auto& x) {
     const std::size_t n = x.dimension();
     std::vector<std::size_t> perm(n);
     for (std::size_t i = 0; i < n; ++i) perm[i] = i;

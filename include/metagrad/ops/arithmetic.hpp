@@ -15,6 +15,7 @@ namespace mg {
 
 struct add_op {
   static constexpr const char* name = "add";
+  static constexpr bool keeps_integers = true;
   static constexpr auto saves = saved::nothing;
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a + b; }
   // d/da (a+b) = 1, d/db (a+b) = 1
@@ -29,6 +30,7 @@ requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator+(const L& 
 
 struct sub_op {
   static constexpr const char* name = "sub";
+  static constexpr bool keeps_integers = true;
   static constexpr auto saves = saved::nothing;
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a - b; }
   // d/da (a-b) = 1, d/db (a-b) = -1
@@ -43,6 +45,7 @@ requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator-(const L& 
 
 struct mul_op {
   static constexpr const char* name = "mul";
+  static constexpr bool keeps_integers = true;
   static constexpr auto saves = saved::inputs;
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a * b; }
   // d/da (a*b) = b, d/db (a*b) = a
@@ -72,6 +75,7 @@ requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator/(const L& 
 
 struct neg_op {
   static constexpr const char* name = "neg";
+  static constexpr bool keeps_integers = true;
   static constexpr auto saves = saved::nothing;
   MG_HD static constexpr auto forward(const auto& x) { return -x; }
   // d/dx (-x) = -1
@@ -125,6 +129,7 @@ requires detail::Operands<A, B> &&(!std::is_arithmetic_v<B>)MG_HD
 /// The larger of a and b elementwise; at ties each gets half the gradient (torch 1.13).
 struct maximum_op {
   static constexpr const char* name = "maximum";
+  static constexpr bool keeps_integers = true;
   static constexpr auto saves = saved::inputs;
   MG_HD static constexpr auto forward(const auto& a, const auto& b) {
     using detail::select;
@@ -145,6 +150,7 @@ requires detail::Operands<A, B> MG_HD constexpr auto maximum(const A& a, const B
 /// The smaller of a and b elementwise; at ties each gets half the gradient (torch 1.13).
 struct minimum_op {
   static constexpr const char* name = "minimum";
+  static constexpr bool keeps_integers = true;
   static constexpr auto saves = saved::inputs;
   MG_HD static constexpr auto forward(const auto& a, const auto& b) {
     using detail::select;

@@ -105,6 +105,7 @@ requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator!=(const L&
 /// tensors), a comparison (static engine) or a number. The condition gets no gradient.
 struct where_op {
   static constexpr const char* name = "where";
+  static constexpr bool keeps_integers = true;
   static constexpr auto saves = saved::inputs;
   MG_HD static constexpr auto forward(const auto& c, const auto& a, const auto& b) {
     using detail::select;

@@ -56,7 +56,8 @@ struct embed_op {
       return gg;  // 0-d: nothing was sliced
     } else {
       if (drop) return mg::select(gg, d, r.start);
-      return mg::slice(gg, d, r.start, r.start + (r.length - 1) * r.step + 1, r.step);
+      const std::int64_t end = r.length == 0 ? r.start : r.start + (r.length - 1) * r.step + 1;
+      return mg::slice(gg, d, r.start, end, r.step);
     }
   }
 };
@@ -140,6 +141,8 @@ struct index_select_op {
   std::size_t checked_dim(const shape_t& xs) const {
     const std::size_t d = detail::wrap_dim(dim, xs.size(), "index_select", xs);
     const std::int64_t n = xs.empty() ? 1 : xs[d];
+    if (xs.empty() && index.size() != 1)
+      detail::fail("index_select: a 0-d tensor takes exactly one index (0), got ", index.size());
     for (auto i : index)
       if (i < 0 || i >= n)
         detail::fail("index_select: index ", i, " is out of range for dim ", dim,

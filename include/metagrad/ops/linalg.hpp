@@ -19,6 +19,19 @@ template <class A, class B>
 requires detail::Operands<A, B>
 auto matmul(const A& a, const B& b);
 
+namespace detail {
+// x^T for a matrix product within one expression: on xtensor arrays a view (BLAS reads it as a
+// transposed operand, no copy), elsewhere mg::transpose (recorded on tensors).
+template <class X>
+auto transposed(const X& x) {
+  if constexpr (std::is_same_v<family_of_t<X>, array_family>) {
+    return algebra<X>::transpose_view(x);
+  } else {
+    return mg::transpose(x);
+  }
+}
+}  // namespace detail
+
 /// numpy's matmul: (..., m, k) x (..., k, n) -> (..., m, n) with the batch dimensions broadcast;
 /// a 1-D first operand is a row (its dimension dropped from the result), a 1-D second operand a
 /// column (likewise); two 1-D operands give their dot product.
@@ -39,13 +52,18 @@ struct matmul_op {
     }
   }
   static auto backward_arrays(const auto& a, const auto& b, const auto& g) {
-    const bool va = detail::shape_of(a).size() == 1, vb = detail::shape_of(b).size() == 1;
-    auto A = va ? mg::unsqueeze(a, 0) : a;
-    auto B = vb ? mg::unsqueeze(b, -1) : b;
-    auto G = vb ? mg::unsqueeze(g, -1) : g;
-    if (va) G = mg::unsqueeze(G, -2);
-    auto ga = mg::matmul(G, mg::transpose(B));
-    auto gb = mg::matmul(mg::transpose(A), G);
+    const shape_t sa = detail::shape_of(a), sb = detail::shape_of(b);
+    const bool va = sa.size() == 1, vb = sb.size() == 1;
+    if (!va && !vb)
+      return grads{mg::matmul(g, detail::transposed(b)), mg::matmul(detail::transposed(a), g)};
+    shape_t pg = detail::shape_of(g);  // the result's shape with the promoted dimensions back
+    if (vb) pg.push_back(1);
+    if (va) pg.insert(pg.end() - 1, 1);
+    const auto A = mg::reshape(a, va ? shape_t{1, sa[0]} : sa);
+    const auto B = mg::reshape(b, vb ? shape_t{sb[0], 1} : sb);
+    const auto G = mg::reshape(g, pg);
+    auto ga = mg::matmul(G, detail::transposed(B));
+    auto gb = mg::matmul(detail::transposed(A), G);
     if (va) ga = mg::squeeze(ga, -2);
     if (vb) gb = mg::squeeze(gb, -1);
     return grads{ga, gb};
@@ -103,7 +121,7 @@ struct outer_op {
     if constexpr (detail::ZeroD<decltype(a)>) {
       return grads{detail::call(mul_op{}, g, b), detail::call(mul_op{}, g, a)};
     } else {
-      return grads{mg::matmul(g, b), mg::matmul(mg::transpose(g), a)};
+      return grads{mg::matmul(g, b), mg::matmul(detail::transposed(g), a)};
     }
   }
 };

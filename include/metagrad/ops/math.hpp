@@ -126,6 +126,7 @@ requires detail::Operands<X> MG_HD constexpr auto rsqrt(const X& x) {
 /// |x|; its gradient at 0 is 0 (torch's sign(0) = 0).
 struct abs_op {
   static constexpr const char* name = "abs";
+  static constexpr bool keeps_integers = true;
   static constexpr auto saves = saved::inputs;
   MG_HD static auto forward(const auto& x) {
     using std::abs;
@@ -232,6 +233,7 @@ requires detail::Operands<X> MG_HD constexpr auto sigmoid(const X& x) {
 /// max(x, 0); its gradient at 0 is 0, as torch's.
 struct relu_op {
   static constexpr const char* name = "relu";
+  static constexpr bool keeps_integers = true;
   static constexpr auto saves = saved::output;
   MG_HD static constexpr auto forward(const auto& x) {
     using detail::select;
@@ -268,6 +270,7 @@ requires detail::Operands<X> MG_HD constexpr auto erf(const X& x) {
 
 struct square_op {
   static constexpr const char* name = "square";
+  static constexpr bool keeps_integers = true;
   static constexpr auto saves = saved::inputs;
   MG_HD static constexpr auto forward(const auto& x) { return x * x; }
   // d/dx x^2 = 2x

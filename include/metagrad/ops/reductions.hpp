@@ -141,7 +141,9 @@ namespace detail {
 // (the index torch's max(dim) returns).
 template <class X, class Y, class G>
 auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r) {
-  const auto hit = mg::eq(x, unreduce(y, x, r));
+  const auto ye = unreduce(y, x, r);
+  // the elements equal to the result; a NaN result came from the NaN elements
+  const auto hit = mg::where(mg::ne(x, x), mg::ne(ye, ye), mg::eq(x, ye));
   if constexpr (std::is_same_v<family_t<X>, expr_family> ||
                 std::is_same_v<family_t<X>, number_family>) {
     return mg::where(hit, g, 0.0);  // 0-d: the one element is the result

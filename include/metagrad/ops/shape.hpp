@@ -17,6 +17,11 @@
 
 namespace mg {
 
+// Note [Views and in-place writes]: torch regenerates a view's history when its base is written
+// in place; metagrad does not yet. So every view op saves its input: writing the base in place
+// then fails at backward with the version error, never a stale gradient. (The view ops also
+// read their input's shape from it.)
+
 // The public functions, declared first: each op's backward names the others.
 template <class X>
 requires detail::Operands<X>
@@ -70,7 +75,7 @@ auto sum_to(const X& x, const shape_t& shape) { return detail::call(sum_to_op{sh
 struct unsqueeze_op {
   static constexpr const char* name = "unsqueeze";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::nothing;
+  static constexpr auto saves = saved::inputs;  // Note [Views and in-place writes]
   std::ptrdiff_t axis;
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::unsqueeze(x, axis); }
   // d/dx unsqueeze(x) = g without the inserted axis (a sum over one element)
@@ -86,7 +91,7 @@ auto unsqueeze(const X& x, std::int64_t axis) {
 struct transpose_op {
   static constexpr const char* name = "transpose";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::nothing;
+  static constexpr auto saves = saved::inputs;  // Note [Views and in-place writes]
   static auto forward(const auto& x) { return detail::algebra<decltype(x)>::transpose(x); }
   // d/dx x^T = g^T
   static auto backward(const auto&, const auto&, const auto& g) { return mg::transpose(g); }
@@ -145,7 +150,7 @@ auto squeeze(const X& x, std::int64_t dim) {
 struct permute_op {
   static constexpr const char* name = "permute";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::nothing;
+  static constexpr auto saves = saved::inputs;  // Note [Views and in-place writes]
   detail::permutation p;
   auto forward(const auto& x) const {
     return detail::algebra<decltype(x)>::permute(x, p.apply(detail::shape_of(x)));
