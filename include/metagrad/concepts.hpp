@@ -6,7 +6,8 @@
 // numbers, returning one gradient (one input) or mg::grads{...} (several inputs). Optional
 // members: `name` (a string literal for messages and grad_fn()->name()), `saves` (which values
 // backward reads, so the runtime engine keeps only those), `elementwise = false` (an op whose
-// forward sees whole arrays: reductions, shape ops), `differentiable = false` (comparisons).
+// forward sees whole arrays: reductions, shape ops), `differentiable = false` (comparisons),
+// `simd = false` (numbers only), `keeps_integers = true` (i64 in, i64 out on tensors).
 #pragma once
 
 #include <cstddef>
@@ -21,7 +22,9 @@ namespace mg {
 /// mg::saved::inputs;`). The runtime engine keeps exactly
 /// these for backward; the others reach backward as `mg::not_saved`, so a backward that reads a
 /// value it did not declare does not compile (no silently wrong gradient).
-enum class saved : unsigned char { nothing, inputs, output, both };
+/// `input_shapes`: backward reads its inputs' shapes only (a sum, a view), so writing an input in
+/// place afterwards is no error.
+enum class saved : unsigned char { nothing, inputs, output, both, input_shapes };
 
 /// Stands in, in a call to backward, for a value the op declared it does not read.
 struct not_saved {};
@@ -140,7 +143,11 @@ constexpr saved saves_of() {
 }
 template <class F>
 inline constexpr bool saves_inputs_v = saves_of<F>() == saved::inputs
-                                       || saves_of<F>() == saved::both;
+                                       || saves_of<F>() == saved::both
+                                       || saves_of<F>() == saved::input_shapes;
+// Are the saved inputs' values read (so an in-place write to one before backward is an error)?
+template <class F>
+inline constexpr bool checks_input_versions_v = saves_of<F>() != saved::input_shapes;
 template <class F>
 inline constexpr bool saves_output_v = saves_of<F>() == saved::output
                                        || saves_of<F>() == saved::both;

@@ -20,7 +20,9 @@
 // - **Operations**: the op families of <metagrad/ops.hpp> (free functions in namespace mg; binary
 //   ones broadcast with numpy rules and promote f32 with f64 to f64; a C++ number on either side
 //   keeps the tensor's dtype); `x.to(dtype)`, `x.to(device)` (recorded: gradients flow back to
-//   the source device), `x.contiguous()`; in place, outside the graph: `add_`, `mul_`.
+//   the source device), `x.contiguous()`; shape and indexing members (`reshape`, `view`,
+//   `permute`, `t[i]`...: views where torch's are); in place (`add_`, `mul_`, `copy_`, `exp_`...:
+//   recorded as torch records them, through views too, with version checks).
 // - **Devices.** `mg::device::cuda` runs on the Thrust backend once a translation unit of the
 //   program includes <metagrad/cuda.hpp> (docs/runtime.md, Devices).
 //

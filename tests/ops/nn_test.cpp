@@ -21,11 +21,7 @@ TEST(Nn, CrossEntropyOneSample) {
             {.shapes = {{4}}, .scalar = false, .xtensor = false});
 }
 
-#if defined(MG_TEST_DEVICE)
-constexpr mg::device dev = mg::device::cuda;
-#else
-constexpr mg::device dev = mg::device::cpu;
-#endif
+constexpr mg::device dev = mg_test::test_device;
 
 TEST(NnSemantics, CrossEntropyValuesAndErrors) {
   const tensor logits = mg::zeros({2, 3}, {.dtype = mg::f64, .device = dev});

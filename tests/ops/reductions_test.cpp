@@ -26,11 +26,7 @@ TEST(Reductions, Var) { expect_ad([](auto x) { return mg::var(x) * x; }, {.scala
 TEST(Reductions, VarDim) { expect_ad([](auto x) { return mg::var(x, -1, true, true) * x; }, {.scalar = false}); }
 TEST(Reductions, VarBiased) { expect_ad([](auto x) { return mg::var(x, false); }, {.scalar = false}); }
 
-#if defined(MG_TEST_DEVICE)
-constexpr mg::device dev = mg::device::cuda;
-#else
-constexpr mg::device dev = mg::device::cpu;
-#endif
+constexpr mg::device dev = mg_test::test_device;
 
 namespace {
 xt::xarray<double> grad_of(const tensor& x, tensor (*f)(const tensor&)) {

@@ -82,11 +82,7 @@ TEST(Linalg, Outer) {
   expect_ad([](auto a, auto b) { return mg::outer(a, b); }, {.shapes = {{3}, {2}}, .scalar = false, .device = false});
 }
 
-#if defined(MG_TEST_DEVICE)
-constexpr mg::device dev = mg::device::cuda;
-#else
-constexpr mg::device dev = mg::device::cpu;
-#endif
+constexpr mg::device dev = mg_test::test_device;
 
 // The same semantics on every backend (this file is compiled into the Thrust binaries too): views
 // share storage, index_select accumulates, cat joins, in-place ops are recorded, i64 and bool

@@ -66,6 +66,37 @@ TEST(InPlace, UnaryFormsAndSecondOrder) {
   EXPECT_NEAR(at(u, 0), std::cos(std::sin(std::tanh(std::log(0.125)))), 1e-15);
 }
 
+TEST(InPlace, WritesThroughViewsAreRecorded) {
+  // torch's CopySlices: the base gets the old value outside the view, the result inside
+  const tensor x = leaf({1.0, 2.0});
+  tensor h = x * 1.0;
+  tensor first = h[0];
+  first.mul_(3.0);
+  EXPECT_EQ(at(h, 0), 3.0);
+  EXPECT_STREQ(h.grad_fn()->name(), "copy_slices");
+  const auto g = mg::autograd::grad({(h * h).sum()}, {x}, {}, {.create_graph = true});
+  EXPECT_EQ(at(g[0], 0), 18.0);  // d/dx0 (3 x0)^2
+  EXPECT_EQ(at(g[0], 1), 4.0);
+  (g[0] * g[0]).sum().backward();  // d/dx0 (18 x0)^2 = 648 x0
+  EXPECT_EQ(at(x.grad(), 0), 648.0);
+  EXPECT_EQ(first.item<double>(), 3.0);
+
+  // filling a buffer row by row
+  tensor buf = mg::zeros({2, 2}, {.dtype = mg::f64});
+  buf[0].copy_(x);
+  buf[1].copy_(x * x);
+  EXPECT_TRUE(buf.requires_grad());
+  const tensor y = leaf({1.0, 2.0});
+  const auto gy = mg::autograd::grad({(buf * y).sum()}, {x});
+  EXPECT_EQ(at(gy[0], 1), 2.0 + 2 * 2.0 * 2.0);  // y1 + 2 x1 y1
+  // the view read after the write sees the new history
+  tensor c = x * 1.0;
+  tensor col = c.unsqueeze(1).select(1, 0);
+  col.add_(x);
+  const auto gc = mg::autograd::grad({(col * col).sum()}, {x});
+  EXPECT_EQ(at(gc[0], 1), 2 * 4.0 * 2.0);  // d/dx (2x)^2 = 8x
+}
+
 TEST(InPlace, CopyFillZero) {
   const tensor x = leaf({1.0, 2.0});
   tensor a = mg::zeros({2, 2}, {.dtype = mg::f64});
@@ -106,9 +137,14 @@ TEST(InPlace, Errors) {
   expect_error([&] { y.sum().backward(); },
                {"modified by an in-place operation", "exp", "version 1", "expected version 0"});
 
-  tensor v = x * 1.0;
-  tensor row = v.unsqueeze(0)[0];
-  expect_error([&] { row.mul_(2.0); }, {"mul_", "view", "clone()"});
+  tensor first = x[0];  // a view of a leaf that requires grad
+  expect_error([&] { first.mul_(2.0); }, {"mul_", "view", "leaf", "requires grad"});
+  tensor quiet;
+  {
+    mg::no_grad_guard ng;
+    quiet = x[1];  // taken without recording, still a view of the leaf
+  }
+  expect_error([&] { quiet.fill_(0.0); }, {"fill_", "view", "leaf"});
   tensor small = x * 1.0;
   expect_error([&] { small.add_(mg::ones({3, 2}, {.dtype = mg::f64})); }, {"add_", "[3,2]", "[2]"});
 }
@@ -135,11 +171,19 @@ TEST(InPlace, OverlapExpandedViewsAndStaleViews) {
   EXPECT_EQ(m.to_xtensor<double>(), (xt::xarray<double>{{1.0, 3.0}, {2.0, 4.0}}));
   tensor e = mg::zeros({3}).expand({2, 3});
   expect_error([&] { e.add_(1.0); }, {"add_", "expanded view", "clone()"});
+  // a view used after its base was written in place reads the base's new history (torch
+  // regenerates views), so the gradient is 2, not the stale 1
   const tensor x = leaf({1.0, 2.0});
   tensor h = x * 1.0;
-  const tensor v = h.unsqueeze(0);
-  h.mul_(2.0);  // v's history is stale: backward refuses rather than give 1 instead of 2
-  expect_error([&] { v.sum().backward(); }, {"unsqueeze", "version 1", "expected version 0"});
+  const tensor v = h.unsqueeze(0), row = h.reshape({1, 2})[0];
+  h.mul_(2.0);
+  (v.sum() + row.sum()).backward();
+  EXPECT_EQ(at(x.grad(), 1), 4.0);
+  // ... but an expanded view cannot be regenerated: the version error instead
+  tensor k = x * 1.0;
+  const tensor ke = k.expand({3, 2});
+  k.mul_(2.0);
+  expect_error([&] { ke.sum().backward(); }, {"expand", "version 1", "expected version 0"});
 }
 
 TEST(InPlace, MaxOfNaNSendsTheGradientToTheNaN) {

@@ -41,6 +41,13 @@
 
 namespace mg_test {
 
+/// The device of this binary's runtime legs: cuda in the Thrust binaries (MG_TEST_DEVICE).
+#if defined(MG_TEST_DEVICE)
+inline constexpr mg::device test_device = mg::device::cuda;
+#else
+inline constexpr mg::device test_device = mg::device::cpu;
+#endif
+
 struct ad_options {
   std::vector<std::pair<double, double>> ranges{};  // per argument; default [-1, 1]
   std::vector<mg::shape_t> shapes{};                // per argument; default {2, 3}

@@ -341,6 +341,8 @@ TEST(DeviceTensor, MisuseThrowsMgError) {
                {"add", "different devices", "[2] on cuda", "[2] on cpu", ".to(mg::device::"});
   expect_error([&] { (void)mg::matmul(mg::unsqueeze(a, 0), mg::unsqueeze(a, 1)); },
                {"matmul", "[1,2]", "device cuda", "cuBLAS", ".to(mg::device::cpu)"});
+  expect_error([&] { (void)mg::dot(a, a); }, {"dot", "device cuda", "cuBLAS"});
+  expect_error([&] { (void)mg::outer(a, a); }, {"outer", "device cuda", "cuBLAS"});
   expect_error([&] { (void)mg::fuse([](auto x) { return x * x; })(a); },
                {"fuse", "device cuda", ".to(mg::device::cpu)"});
   tensor w = tensor{1.0, 2.0}.to(cuda).requires_grad_();

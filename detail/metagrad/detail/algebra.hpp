@@ -49,7 +49,9 @@ struct scalar_algebra {
   MG_HD static constexpr auto unsqueeze(const auto& x, std::ptrdiff_t) { return x; }
   MG_HD static constexpr auto broadcast(const auto& x, const shape_t&) { return x; }
   MG_HD static constexpr auto sum_to(const auto& x, const shape_t&) { return x; }
-  MG_HD static constexpr auto matmul(const auto& a, const auto& b) { return a * b; }
+  MG_HD static constexpr auto matmul(const auto& a, const auto& b, const char* = nullptr) {
+    return a * b;
+  }
   MG_HD static constexpr auto transpose(const auto& x) { return x; }
   // a 0-d value reshaped to a shape of one element, or permuted: itself
   static constexpr auto reshape(const auto& x, const shape_t&, const auto&) { return x; }

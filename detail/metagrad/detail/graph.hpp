@@ -32,6 +32,8 @@ struct tensor_impl {
   std::int64_t offset = 0;     // in elements
   bool requires_grad = false;  // set on leaves; a tensor with a grad_fn requires grad
   bool is_view = false;        // made by a view op (slice, select, reshape...): shares a base
+  std::shared_ptr<tensor_impl> base;  // views: the tensor whose storage they view (not a view)
+  std::uint64_t view_version = 0;     // views: the version their grad_fn reflects
   std::shared_ptr<graph_node> grad_fn;
   std::weak_ptr<graph_node> grad_accumulator;  // leaves: See Note [Graph ownership]
   std::shared_ptr<tensor_impl> grad;
@@ -88,15 +90,22 @@ class grad_mode_guard {
 class saved_variable {
  public:
   saved_variable() = default;
-  saved_variable(const impl_ptr& t, bool is_output, const std::shared_ptr<graph_node>& owner) {
+  saved_variable(const impl_ptr& t, bool is_output, const std::shared_ptr<graph_node>& owner,
+                 bool check_version = true) {
     if (!t) return;
     version_ = t->store->version;
+    check_version_ = check_version;
     if (is_output) {
       data_ = alias_of(*t);
       self_ = owner;
       is_output_ = true;
+    } else if (t->requires_grad && !t->grad_fn) {
+      data_ = t;  // a leaf that requires grad: double backward accumulates into it
     } else {
-      data_ = t;
+      // the history at the time of saving (torch's SavedVariable): an in-place write may give
+      // t a new grad_fn later, and holding t itself could then close a reference cycle
+      data_ = alias_of(*t);
+      data_->grad_fn = t->grad_fn;
     }
   }
 
@@ -110,7 +119,7 @@ class saved_variable {
           " were freed when backward ran; pass .retain_graph = true to the first backward (or "
           "mg::autograd::grad) if you need to backward through the graph again");
     if (!data_) return nullptr;
-    if (data_->store->version != version_)
+    if (check_version_ && data_->store->version != version_)
       fail(
           "one of the tensors needed for gradient computation has been modified by an in-place "
           "operation: a tensor of shape ",
@@ -135,6 +144,7 @@ class saved_variable {
   std::weak_ptr<graph_node> self_;
   std::uint64_t version_ = 0;
   bool is_output_ = false;
+  bool check_version_ = true;  // false: only the shape is read (saved::input_shapes)
   bool freed_ = false;
 };
 

@@ -56,6 +56,10 @@ inline impl_ptr fit_gradient(const tensor& g, const input_meta& m, const char* o
 // requires grad), or null.
 std::shared_ptr<graph_node> gradient_edge(const impl_ptr& t);
 
+// Gives a view whose base was written in place since its grad_fn was recorded a grad_fn that
+// reads the base's current history (tensor_members.hpp; Note [Views and in-place writes]).
+void refresh_view(tensor_impl& t);
+
 // Component k of a backward result as a tensor (undefined for mg::no_grad).
 template <std::size_t k, class R>
 tensor gradient_component(const R& r) {
@@ -140,6 +144,7 @@ inline std::vector<impl_ptr> accumulate_grad::apply(impl_ptr grad) {
 
 inline std::shared_ptr<graph_node> gradient_edge(const impl_ptr& t) {
   if (!t) return nullptr;
+  refresh_view(*t);
   if (t->grad_fn) return t->grad_fn;
   if (!t->requires_grad) return nullptr;
   auto acc = t->grad_accumulator.lock();
@@ -162,7 +167,8 @@ tensor record(const Op& op, tensor out, const T&... in) {
     auto n = std::make_shared<op_node<Op, N>>(op);
     n->next = {gradient_edge(in.impl())...};
     n->meta = {input_meta{in.shape(), in.dtype()}...};
-    if constexpr (saves_inputs_v<Op>) (n->saved.emplace_back(in.impl(), false, n), ...);
+    if constexpr (saves_inputs_v<Op>)
+      (n->saved.emplace_back(in.impl(), false, n, checks_input_versions_v<Op>), ...);
     out.impl()->grad_fn = n;
     if constexpr (saves_output_v<Op>) n->saved.emplace_back(out.impl(), true, n);
     return out;

@@ -188,9 +188,12 @@ inline std::size_t normalize_axis(std::int64_t axis, std::size_t rank, const cha
 }
 
 // A view of x with other shape/strides, sharing its storage (and version counter).
-inline tensor view_of(const tensor_impl& x, shape_t shape, shape_t strides) {
+inline tensor view_of(const tensor& t, shape_t shape, shape_t strides) {
+  const tensor_impl& x = *t.impl();
   auto v = alias_of(x);
   v->is_view = true;
+  v->base = x.base ? x.base : t.impl();
+  v->view_version = x.store->version;
   v->shape = std::move(shape);
   v->strides = std::move(strides);
   return tensor(std::move(v));
@@ -230,7 +233,7 @@ struct algebra_impl<tensor> {
     const std::int64_t st = a < xi.shape.size() ? xi.strides[a] * xi.shape[a] : 1;
     shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(a), 1);
     strides.insert(strides.begin() + static_cast<std::ptrdiff_t>(a), st);
-    return view_of(xi, std::move(shape), std::move(strides));
+    return view_of(x, std::move(shape), std::move(strides));
   }
   static tensor broadcast(const tensor& x, const shape_t& shape) {
     const auto& xi = *x.impl();
@@ -238,7 +241,7 @@ struct algebra_impl<tensor> {
     if (!broadcastable_to(xi.shape, shape))
       fail("expand: a tensor of shape ", shape_string(xi.shape), " cannot be expanded to shape ",
            shape_string(shape), " (numpy rules: trailing dimensions must be equal or 1)");
-    return view_of(xi, shape, broadcast_strides(xi, shape));
+    return view_of(x, shape, broadcast_strides(xi, shape));
   }
   static tensor sum_to(const tensor& x, const shape_t& shape) {
     const auto& xi = *x.impl();
@@ -255,23 +258,23 @@ struct algebra_impl<tensor> {
     const std::size_t n = shape.size();
     std::swap(shape[n - 1], shape[n - 2]);
     std::swap(strides[n - 1], strides[n - 2]);
-    return view_of(xi, std::move(shape), std::move(strides));
+    return view_of(x, std::move(shape), std::move(strides));
   }
-  static tensor matmul(const tensor& a, const tensor& b) {
+  static tensor matmul(const tensor& a, const tensor& b, const char* op = "matmul") {
     const auto& ai = *a.impl();
     const auto& bi = *b.impl();
-    check_same_device(ai, bi, "matmul");
+    check_same_device(ai, bi, op);
     if (ai.device() != device::cpu)
-      fail("matmul: the operands (shapes ", shape_string(ai.shape), " and ", shape_string(bi.shape),
+      fail(op, ": the operands (shapes ", shape_string(ai.shape), " and ", shape_string(bi.shape),
            ") are on device cuda; matrix products on the device come with cuBLAS in a later "
            "release: move them with .to(mg::device::cpu)");
     if (ai.dtype() != bi.dtype() || !is_floating(ai.dtype()))
-      fail("matmul: expected both operands of one floating dtype, got ", dtype_name(ai.dtype()),
+      fail(op, ": expected both operands of one floating dtype, got ", dtype_name(ai.dtype()),
            " and ", dtype_name(bi.dtype()), "; convert one with .to(mg::",
            dtype_name(ai.dtype() == dtype::f64 || bi.dtype() == dtype::f64 ? dtype::f64
                                                                            : dtype::f32),
            ")");
-    const matmul_plan p = plan_matmul(ai.shape, bi.shape, "matmul");
+    const matmul_plan p = plan_matmul(ai.shape, bi.shape, op);
     if (ai.shape.size() == 2 && bi.shape.size() == 2) return tensor(matmul_kernel(ai, bi));
     // promote 1-D operands, broadcast the batch dimensions into contiguous copies
     const auto full = [](const tensor_impl& x, const shape_t& promoted, const shape_t& to) {
@@ -293,7 +296,7 @@ struct algebra_impl<tensor> {
   }
   static tensor reshape(const tensor& x, const shape_t& to, const shape_rule& rule) {
     const auto& xi = *x.impl();
-    if (auto st = view_strides(xi.shape, xi.strides, to)) return view_of(xi, to, std::move(*st));
+    if (auto st = view_strides(xi.shape, xi.strides, to)) return view_of(x, to, std::move(*st));
     if (rule.view)
       fail("view: a tensor of shape ", shape_string(xi.shape), " and strides ",
            shape_string(xi.strides), " cannot be viewed as shape ", shape_string(to),
@@ -311,14 +314,14 @@ struct algebra_impl<tensor> {
       shape[i] = xi.shape[p[i]];
       strides[i] = xi.strides[p[i]];
     }
-    return view_of(xi, std::move(shape), std::move(strides));
+    return view_of(x, std::move(shape), std::move(strides));
   }
   static tensor slice(const tensor& x, const slice_range& r) {
     const auto& xi = *x.impl();
     shape_t shape = xi.shape, strides = xi.strides;
     shape[r.dim] = r.length;
     strides[r.dim] *= r.step;
-    tensor v = view_of(xi, std::move(shape), std::move(strides));
+    tensor v = view_of(x, std::move(shape), std::move(strides));
     if (r.length > 0) v.impl()->offset += r.start * xi.strides[r.dim];
     return v;
   }
@@ -327,7 +330,7 @@ struct algebra_impl<tensor> {
     shape_t shape = xi.shape, strides = xi.strides;
     shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(d));
     strides.erase(strides.begin() + static_cast<std::ptrdiff_t>(d));
-    tensor v = view_of(xi, std::move(shape), std::move(strides));
+    tensor v = view_of(x, std::move(shape), std::move(strides));
     v.impl()->offset += i * xi.strides[d];
     return v;
   }

@@ -70,26 +70,125 @@ inline std::mt19937_64& generator() {
   return gen;
 }
 
+// Where a view's elements lie in its base (a contiguous tensor of shape base_shape).
+struct strided_geometry {
+  shape_t shape, strides;
+  std::int64_t offset = 0;
+  shape_t base_shape;
+};
+
+// A contiguous tensor of shape geo.base_shape read at geo (a view; the ops below are recorded,
+// so the gradients of writes through views are differentiable again).
+struct as_strided_op {
+  static constexpr const char* name = "as_strided";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::nothing;
+  strided_geometry geo;
+  tensor forward(const tensor& x) const {
+    const tensor c = x.contiguous();
+    auto v = alias_of(*c.impl());
+    v->shape = geo.shape;
+    v->strides = geo.strides;
+    v->offset += geo.offset;
+    v->is_view = true;
+    v->base = c.impl()->base ? c.impl()->base : c.impl();
+    return tensor(std::move(v));
+  }
+  // d/dx: g at the viewed elements of zeros of x's shape
+  tensor backward(const auto&, const auto&, const tensor& g) const;
+};
+
+// Zeros of shape geo.base_shape with g written at geo: the adjoint of as_strided_op.
+struct as_strided_backward_op {
+  static constexpr const char* name = "as_strided_backward";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::nothing;
+  strided_geometry geo;
+  tensor forward(const tensor& g) const {
+    const auto& gi = *g.impl();
+    auto out = fill_kernel(geo.base_shape, 0.0, gi.dtype(), gi.device());
+    auto v = alias_of(*out);
+    v->shape = geo.shape;
+    v->strides = geo.strides;
+    v->offset += geo.offset;
+    copy_into(*v, gi);
+    return tensor(std::move(out));
+  }
+  // d/dg: gg at the viewed elements
+  tensor backward(const auto&, const auto&, const tensor& gg) const {
+    return call(as_strided_op{geo}, gg);
+  }
+};
+
+inline tensor as_strided_op::backward(const auto&, const auto&, const tensor& g) const {
+  return call(as_strided_backward_op{geo}, g);
+}
+
+// The history of a base written in place through a view (torch's CopySlices): input 0 is the
+// base before the write (it gets g outside the view), input 1 the value written (g inside).
+struct copy_slices_node final : graph_node {
+  strided_geometry geo;
+  std::array<input_meta, 2> meta;
+  const char* name() const override { return "copy_slices"; }
+  std::vector<impl_ptr> apply(impl_ptr grad) override {
+    const tensor g(std::move(grad));
+    const tensor region = call(as_strided_op{geo}, g);
+    std::vector<impl_ptr> r(2);
+    if (next[0])
+      r[0] = fit_gradient(g - call(as_strided_backward_op{geo}, region), meta[0], name(), 0);
+    if (next[1]) r[1] = fit_gradient(region, meta[1], name(), 1);
+    return r;
+  }
+};
+
+inline void refresh_view(tensor_impl& t) {
+  if (!t.is_view || !t.base || t.store->version == t.view_version) return;
+  const tensor_impl& b = *t.base;
+  t.view_version = t.store->version;
+  if (!requires_grad(b) || !b.is_contiguous()) return;
+  for (std::size_t i = 0; i < t.shape.size(); ++i)
+    if (t.strides[i] == 0 && t.shape[i] > 1) return;  // overlapping: see Note [Views and...]
+  grad_mode_guard on(true);
+  const strided_geometry geo{t.shape, t.strides, t.offset - b.offset, b.shape};
+  const tensor v = mg::detail::record(as_strided_op{geo}, tensor(alias_of(t)), tensor(t.base));
+  t.grad_fn = v.impl()->grad_fn;
+}
+
 // Note [In-place ops]: an in-place op computes its out-of-place result r from the tensor's
 // current value (an alias carrying its grad_fn; a copy when the op saves its inputs and the
 // result is recorded, torch's original_self), writes r into the tensor's storage (so views see
 // it), bumps the version counter, and, when recorded, makes r's node the tensor's grad_fn. A
 // node that saved the old value then fails at backward, naming itself and both versions. A leaf
-// that requires grad cannot be written in grad mode, and a view cannot be written while its
-// write would be recorded (write into its base, or into a clone of the view).
+// that requires grad cannot be written in grad mode. A write through a view gives its base a
+// copy_slices node (the old base outside the view, the result inside), and the view becomes
+// as_strided of the base (torch's CopySlices).
 template <class F>
 tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool saves_self,
                  F&& compute) {
   auto& si = const_cast<tensor_impl&>(operand(self, name));
+  refresh_view(si);
   if (grad_mode() && si.requires_grad && !si.grad_fn)
     fail(name, ": a leaf tensor that requires grad (shape ", shape_string(si.shape),
          ") is used in an in-place operation while grad mode is on; do it under "
          "mg::no_grad_guard (an optimiser step), or modify a clone()");
   const bool record = grad_mode() && (requires_grad(si) || other_requires_grad);
-  if (record && si.is_view)
-    fail(name, ": in-place operation on a view (shape ", shape_string(si.shape),
-         ") while a tensor involved requires grad; the runtime engine does not record writes "
-         "through views: modify the base tensor, or a clone() of the view");
+  const bool through_view = record && si.is_view && si.base;
+  strided_geometry geo;
+  if (grad_mode() && si.is_view && si.base && si.base->requires_grad && !si.base->grad_fn)
+    fail(name, ": a view (shape ", shape_string(si.shape),
+         ") of a leaf tensor that requires "
+         "grad (shape ",
+         shape_string(si.base->shape),
+         ") is used in an in-place operation while "
+         "grad mode is on; do it under mg::no_grad_guard, or modify a clone()");
+  if (through_view) {
+    const tensor_impl& b = *si.base;
+    if (!b.is_contiguous())
+      fail(name, ": in-place write through a view (shape ", shape_string(si.shape),
+           ") of a non-contiguous tensor (shape ", shape_string(b.shape), ", strides ",
+           shape_string(b.strides), "); make the base contiguous() first");
+    geo = {si.shape, si.strides, si.offset - b.offset, b.shape};
+  }
   for (std::size_t i = 0; i < si.shape.size(); ++i)
     if (si.strides[i] == 0 && si.shape[i] > 1)
       fail(name, ": the tensor (shape ", shape_string(si.shape), ", strides ",
@@ -116,7 +215,24 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
   if (r.impl()->store == si.store || (record && r.requires_grad() && !r.grad_fn())) r = r.clone();
   copy_into(si, *r.impl());
   ++si.store->version;  // See Note [Version counter]
-  if (record) si.grad_fn = r.impl()->grad_fn;
+  if (through_view) {
+    // the base's new history joins its old one (outside the view) and r (inside), and the view
+    // reads the base's new history
+    const impl_ptr& b = si.base;
+    const tensor old(alias_of(*b));
+    old.impl()->grad_fn = b->grad_fn;
+    old.impl()->requires_grad = b->requires_grad;
+    auto n = std::make_shared<copy_slices_node>();
+    n->geo = geo;
+    n->next = {gradient_edge(old.impl()), gradient_edge(r.impl())};
+    n->meta = {input_meta{b->shape, b->dtype()}, input_meta{r.shape(), r.dtype()}};
+    b->grad_fn = std::move(n);
+    const tensor v = mg::detail::record(as_strided_op{geo}, tensor(alias_of(si)), tensor(b));
+    si.grad_fn = v.impl()->grad_fn;
+    si.view_version = si.store->version;
+  } else if (record) {
+    si.grad_fn = r.impl()->grad_fn;
+  }
   return self;
 }
 

@@ -204,12 +204,12 @@ struct algebra_impl<X> {
     if (n >= 2) std::swap(perm[n - 1], perm[n - 2]);
     return xt::transpose(x, std::move(perm));
   }
-  static auto matmul(const auto& a, const auto& b) {
+  static auto matmul(const auto& a, const auto& b, const char* op = "matmul") {
     using T = std::common_type_t<xt_value_t<decltype(a)>, xt_value_t<decltype(b)>>;
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                   "metagrad: matmul works on float or double arrays");
     const shape_t sa = shape(a), sb = shape(b);
-    const matmul_plan p = plan_matmul(sa, sb, "matmul");
+    const matmul_plan p = plan_matmul(sa, sb, op);
     xt::xarray<T> c =
         xt::xarray<T>::from_shape(std::vector<std::size_t>(p.out.begin(), p.out.end()));
     if (sa.size() == 2 && sb.size() == 2) {

@@ -67,7 +67,7 @@ struct embed_op {
 struct slice_op {
   static constexpr const char* name = "slice";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::inputs;
+  static constexpr auto saves = saved::input_shapes;
   detail::slice_spec s;
   auto forward(const auto& x) const {
     return detail::algebra<decltype(x)>::slice(x, detail::resolve_slice(s, detail::shape_of(x)));
@@ -90,7 +90,7 @@ auto slice(const X& x, std::int64_t dim, std::optional<std::int64_t> start,
 struct select_op {
   static constexpr const char* name = "select";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::inputs;
+  static constexpr auto saves = saved::input_shapes;
   std::int64_t dim, index;
   detail::slice_range at(const shape_t& xs) const {
     if (xs.empty()) detail::fail("select: a 0-d tensor cannot be indexed (it has no dimensions)");
@@ -135,7 +135,7 @@ struct index_add_op {
 struct index_select_op {
   static constexpr const char* name = "index_select";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::inputs;
+  static constexpr auto saves = saved::input_shapes;
   std::int64_t dim;
   std::vector<std::int64_t> index;
   std::size_t checked_dim(const shape_t& xs) const {
@@ -171,7 +171,7 @@ template <std::size_t N>
 struct cat_op {
   static constexpr const char* name = "cat";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::inputs;
+  static constexpr auto saves = saved::input_shapes;
   std::int64_t dim = 0;
   template <class... X>
   requires(sizeof...(X) == N) auto forward(const X&... x) const {

@@ -94,7 +94,7 @@ struct dot_op {
   static auto forward(const auto& a, const auto& b) {
     if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(a)>>)
       detail::check_vectors(a, b, "dot", true);
-    return detail::algebra<decltype(a)>::matmul(a, b);
+    return detail::algebra<decltype(a)>::matmul(a, b, "dot");
   }
   // d/da (a . b) = g b, d/db (a . b) = g a
   static auto backward(const auto& a, const auto& b, const auto&, const auto& g) {
@@ -114,7 +114,7 @@ struct outer_op {
     if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(a)>>)
       detail::check_vectors(a, b, "outer", false);
     using alg = detail::algebra<decltype(a)>;
-    return alg::matmul(alg::unsqueeze(a, 1), alg::unsqueeze(b, 0));
+    return alg::matmul(alg::unsqueeze(a, 1), alg::unsqueeze(b, 0), "outer");
   }
   // d/da (a b^T) = G b, d/db (a b^T) = G^T a
   static auto backward(const auto& a, const auto& b, const auto&, const auto& g) {

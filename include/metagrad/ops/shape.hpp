@@ -17,10 +17,12 @@
 
 namespace mg {
 
-// Note [Views and in-place writes]: torch regenerates a view's history when its base is written
-// in place; metagrad does not yet. So every view op saves its input: writing the base in place
-// then fails at backward with the version error, never a stale gradient. (The view ops also
-// read their input's shape from it.)
+// Note [Views and in-place writes]: a view op's backward reads only its input's shape
+// (saved::input_shapes or nothing), so writing the input in place afterwards is no error. A view
+// remembers its base and the version its grad_fn reflects; used after the base was written in
+// place, it first gets a fresh grad_fn, as_strided of the base's current history (refresh_view
+// in tensor_members.hpp), as torch regenerates views. expand keeps saved::inputs: its views
+// overlap, which as_strided cannot differentiate, so a stale expand fails with the version error.
 
 // The public functions, declared first: each op's backward names the others.
 template <class X>
@@ -59,7 +61,7 @@ auto expand(const X& x, const shape_t& shape) { return detail::call(expand_op{sh
 struct sum_to_op {
   static constexpr const char* name = "sum_to";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::inputs;
+  static constexpr auto saves = saved::input_shapes;
   shape_t shape;
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::sum_to(x, shape); }
   // d/dx sum_to(x) = g broadcast back to x's shape
@@ -75,7 +77,7 @@ auto sum_to(const X& x, const shape_t& shape) { return detail::call(sum_to_op{sh
 struct unsqueeze_op {
   static constexpr const char* name = "unsqueeze";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::inputs;  // Note [Views and in-place writes]
+  static constexpr auto saves = saved::nothing;
   std::ptrdiff_t axis;
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::unsqueeze(x, axis); }
   // d/dx unsqueeze(x) = g without the inserted axis (a sum over one element)
@@ -91,7 +93,7 @@ auto unsqueeze(const X& x, std::int64_t axis) {
 struct transpose_op {
   static constexpr const char* name = "transpose";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::inputs;  // Note [Views and in-place writes]
+  static constexpr auto saves = saved::nothing;
   static auto forward(const auto& x) { return detail::algebra<decltype(x)>::transpose(x); }
   // d/dx x^T = g^T
   static auto backward(const auto&, const auto&, const auto& g) { return mg::transpose(g); }
@@ -105,7 +107,7 @@ auto transpose(const X& x) { return detail::call(transpose_op{}, x); }
 struct reshape_op {
   static constexpr const char* name = "reshape";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::inputs;
+  static constexpr auto saves = saved::input_shapes;
   detail::shape_rule rule;
   auto forward(const auto& x) const {
     return detail::algebra<decltype(x)>::reshape(x, rule.apply(detail::shape_of(x)), rule);
@@ -150,7 +152,7 @@ auto squeeze(const X& x, std::int64_t dim) {
 struct permute_op {
   static constexpr const char* name = "permute";
   static constexpr bool elementwise = false;
-  static constexpr auto saves = saved::inputs;  // Note [Views and in-place writes]
+  static constexpr auto saves = saved::nothing;
   detail::permutation p;
   auto forward(const auto& x) const {
     return detail::algebra<decltype(x)>::permute(x, p.apply(detail::shape_of(x)));
