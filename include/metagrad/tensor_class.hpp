@@ -144,6 +144,8 @@ class tensor {
   tensor transpose(std::int64_t d0, std::int64_t d1) const;
   tensor expand(const shape_t& shape) const;
   tensor select(std::int64_t dim, std::int64_t index) const;
+  tensor slice(std::int64_t dim, std::optional<std::int64_t> start = {},
+               std::optional<std::int64_t> end = {}, std::int64_t step = 1) const;
   tensor index_select(std::int64_t dim, const tensor& index) const;
   /// select(0, i): `t[1]` is the second row, a view.
   tensor operator[](std::int64_t i) const;

@@ -418,6 +418,10 @@ inline tensor tensor::expand(const shape_t& shape) const { return mg::expand(*th
 inline tensor tensor::select(std::int64_t dim, std::int64_t index) const {
   return mg::select(*this, dim, index);
 }
+inline tensor tensor::slice(std::int64_t dim, std::optional<std::int64_t> start,
+                            std::optional<std::int64_t> end, std::int64_t step) const {
+  return mg::slice(*this, dim, start, end, step);
+}
 inline tensor tensor::index_select(std::int64_t dim, const tensor& index) const {
   return mg::index_select(*this, dim, index);
 }
