@@ -173,4 +173,14 @@ TEST(Tensor, TypePromotionFollowsTorch) {
   EXPECT_EQ((i + f.to(mg::f64)).dtype(), mg::f64);
   EXPECT_EQ(mg::where(b, i, 0).dtype(), mg::i64);
   EXPECT_EQ((b + 0.5).dtype(), mg::f32);
+  EXPECT_EQ(mg::pow(i, 2).dtype(), mg::i64);  // an integer exponent keeps integers
+  EXPECT_EQ(mg::pow(i, 2).to_xtensor<double>(), (xt::xarray<double>{1.0, 4.0}));
+  EXPECT_EQ(mg::pow(i, 2.0).dtype(), mg::f32);
+  EXPECT_EQ(mg::sum(b).dtype(), mg::i64);  // bool sums count
+  EXPECT_EQ(mg::sum(b).item<double>(), 1.0);
+  EXPECT_EQ(mg::sum(i).dtype(), mg::i64);
+  mg_test::expect_error([&] { (void)mg::mean(i); }, {"mean", "[2]", "floating"});
+  mg::tensor j = i * 1;
+  j.pow_(3.0);
+  EXPECT_EQ(j.to_xtensor<double>()(1), 8.0);
 }

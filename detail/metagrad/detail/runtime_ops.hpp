@@ -119,6 +119,17 @@ struct promotion {
   }
 };
 
+// keeps_integers, or for an op whose attributes decide (pow with an integer exponent):
+// op.integral_result()
+template <class Op>
+bool keeps_integers_of(const Op& op) {
+  if constexpr (requires { op.integral_result(); }) {
+    return op.integral_result();
+  } else {
+    return keeps_integers<Op>();
+  }
+}
+
 template <class Op, class... T>
 tensor elementwise_apply(const Op& op, dtype promoted, const T&... t) {
   constexpr std::size_t N = sizeof...(T);
@@ -128,9 +139,8 @@ tensor elementwise_apply(const Op& op, dtype promoted, const T&... t) {
   // See Note [Elementwise dtypes]
   const bool integral = !is_floating(promoted);
   const bool comparison = integral && !is_differentiable<Op>();
-  const dtype d = !integral                            ? promoted
-                  : keeps_integers<Op>() || comparison ? dtype::f64
-                                                       : dtype::f32;
+  const bool keeps = keeps_integers_of(op);
+  const dtype d = !integral ? promoted : keeps || comparison ? dtype::f64 : dtype::f32;
   const std::array<tensor, N> c{t.to(d)...};  // recorded: gradients come back in each dtype
   shape_t shape = c[0].shape();
   for (std::size_t k = 1; k < N; ++k) shape = broadcast_extents(shape, c[k].shape(), name);
@@ -139,7 +149,7 @@ tensor elementwise_apply(const Op& op, dtype promoted, const T&... t) {
   return [&]<std::size_t... k>(std::index_sequence<k...>) {
     tensor out(elementwise_kernel(op, std::array<const tensor_impl*, N>{c[k].impl().get()...},
                                   shape, d, result));
-    if (integral && keeps_integers<Op>())  // no operand requires grad: nothing to record
+    if (integral && keeps)  // no operand requires grad: nothing to record
       return tensor(copy_kernel(*out.impl(), promoted, shape));
     return record(op, std::move(out), c[k]...);
   }
@@ -214,11 +224,16 @@ struct algebra_impl<tensor> {
            " of nothing is undefined (torch refuses it too)");
     return tensor(reduce_kernel(xi, mask, shape, kind, op, empty));
   }
+  // a bool tensor sums and multiplies as i64 (torch counts)
   static tensor sum(const tensor& x, const reduce_dims& r) {
-    return reduce(x, r, &backend::sum, "sum", 0.0);
+    return reduce(as_integers(x), r, &backend::sum, "sum", 0.0);
   }
   static tensor prod(const tensor& x, const reduce_dims& r) {
-    return reduce(x, r, &backend::prod, "prod", 1.0);
+    return reduce(as_integers(x), r, &backend::prod, "prod", 1.0);
+  }
+  static tensor as_integers(const tensor& x) {
+    const auto& xi = *x.impl();
+    return xi.dtype() == dtype::b8 ? tensor(copy_kernel(xi, dtype::i64, xi.shape)) : x;
   }
   static tensor max(const tensor& x, const reduce_dims& r) {
     return reduce(x, r, &backend::max, "max", std::numeric_limits<double>::quiet_NaN());

@@ -530,7 +530,11 @@ inline tensor& tensor::div_(const tensor& o) {
 inline tensor& tensor::div_(double o) {
   return detail::binary_in_place(*this, o, div_op{}, "div_");
 }
-inline tensor& tensor::pow_(double e) { return detail::unary_in_place(*this, pow_op{e}, "pow_"); }
+inline tensor& tensor::pow_(double e) {
+  const bool integral =
+      !detail::is_floating(detail::operand(*this, "pow_").dtype()) && e >= 0 && std::trunc(e) == e;
+  return detail::unary_in_place(*this, pow_op{e, integral}, "pow_");
+}
 inline tensor& tensor::clamp_(double lo, double hi) {
   return detail::unary_in_place(*this, clamp_op{lo, hi}, "clamp_");
 }

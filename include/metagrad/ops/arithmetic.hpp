@@ -92,6 +92,8 @@ struct pow_op {
   static constexpr const char* name = "pow";
   static constexpr auto saves = saved::inputs;
   double p;
+  bool integer_exponent = false;  // p was given as an integer >= 0: i64 stays i64 (torch)
+  constexpr bool integral_result() const { return integer_exponent; }
   MG_HD constexpr auto forward(const auto& x) const { return detail::power(x, p); }
   // d/dx x^p = p * x^(p-1)
   MG_HD constexpr auto backward(const auto& x, const auto&, const auto& g) const {
@@ -100,7 +102,7 @@ struct pow_op {
 };
 template <class X, class P>
 requires detail::Operands<X> && std::is_arithmetic_v<P> MG_HD constexpr auto pow(const X& x, P p) {
-  return detail::call(pow_op{static_cast<double>(p)}, x);
+  return detail::call(pow_op{static_cast<double>(p), std::is_integral_v<P> && p >= 0}, x);
 }
 
 /// a^b elementwise (numpy broadcasting); a number base or exponent joins as a 0-d tensor. The

@@ -215,12 +215,27 @@ struct mean_op {
     return detail::call(div_op{}, detail::unreduce(g, x, r), detail::reduced_count(x, r, "mean"));
   }
 };
+namespace detail {
+// torch's mean refuses integer and bool tensors (it could not say which dtype to give).
+template <class X>
+void check_mean_dtype(const X& x) {
+  if constexpr (requires { x.dtype(); }) {
+    if (x.defined() && x.dtype() != dtype::f32 && x.dtype() != dtype::f64)
+      fail("mean: a tensor of shape ", shape_string(x.shape()),
+           " is not floating-point; convert it first, e.g. with .to(mg::f32)");
+  }
+}
+}  // namespace detail
 template <class X>
 requires detail::Operands<X>
-auto mean(const X& x) { return detail::call(mean_op{}, x); }
+auto mean(const X& x) {
+  detail::check_mean_dtype(x);
+  return detail::call(mean_op{}, x);
+}
 template <class X>
 requires detail::Operands<X>
 auto mean(const X& x, std::int64_t dim, bool keepdim = false) {
+  detail::check_mean_dtype(x);
   return detail::call(mean_op{{false, dim, keepdim}}, x);
 }
 
