@@ -12,16 +12,15 @@ int main() {
   auto x = mg::randn({2, 5, 4}, {.dtype = mg::f64});
   auto targets = mg::tensor{2.0, 0.0}.to(mg::i64);
 
-  auto h = mg::matmul(x, w);               // [2,5,4] x [4,3] -> [2,5,3]: batches broadcast
-  auto pooled = mg::max(h, 1);             // [2,3]; the gradient goes to the first maximum
+  auto h = mg::matmul(x, w);    // [2,5,4] x [4,3] -> [2,5,3]: batches broadcast
+  auto pooled = mg::max(h, 1);  // [2,3]; the gradient goes to the first maximum
   auto logits = mg::cat({pooled, h[0].slice(0, 0, 1)}, 0).reshape({-1, 3});  // views, then a copy
-  logits.mul_(0.5);                        // in place: recorded, version counter bumped
+  logits.mul_(0.5);  // in place: recorded, version counter bumped
   auto loss = mg::cross_entropy(logits.slice(0, 0, 2), targets);
-  loss.backward();                         // w.grad(): [4,3]
+  loss.backward();  // w.grad(): [4,3]
   // example-end ops
   std::printf("loss %.6f, |dL/dw| %.6f, logits version %llu\n", loss.item<double>(),
-              mg::norm(w.grad()).item<double>(),
-              static_cast<unsigned long long>(logits.version()));
+              mg::norm(w.grad()).item<double>(), static_cast<unsigned long long>(logits.version()));
   return std::isfinite(loss.item<double>()) && w.grad().shape() == mg::shape_t{4, 3} &&
                  logits.version() == 1
              ? 0

@@ -6,15 +6,22 @@
 using mg::tensor;
 using mg_test::expect_ad;
 
-TEST(Nn, Softmax) { expect_ad([](auto x) { return mg::softmax(x * 2, -1) * x; }); }
-TEST(Nn, LogSoftmax) { expect_ad([](auto x) { return mg::log_softmax(x * 2, 0) * x; }); }
+TEST(Nn, Softmax) {
+  expect_ad([](auto x) { return mg::softmax(x * 2, -1) * x; });
+}
+TEST(Nn, LogSoftmax) {
+  expect_ad([](auto x) { return mg::log_softmax(x * 2, 0) * x; });
+}
 TEST(Nn, MseLoss) {
   expect_ad([](auto a, auto b) { return mg::mse_loss(a, b); }, {.shapes = {{2, 3}, {3}}});
 }
 
 TEST(Nn, CrossEntropy) {
-  expect_ad([](auto x) { return mg::cross_entropy(x * 2, std::vector<std::int64_t>{2, 0}); },
-            {.shapes = {{2, 3}}, .scalar = false, .xtensor = false});
+  expect_ad(
+      [](auto x) {
+        return mg::cross_entropy(x * 2, std::vector<std::int64_t>{2, 0});
+      },
+      {.shapes = {{2, 3}}, .scalar = false, .xtensor = false});
 }
 TEST(Nn, CrossEntropyOneSample) {
   expect_ad([](auto x) { return mg::cross_entropy(x, std::vector<std::int64_t>{1}); },
@@ -34,10 +41,16 @@ TEST(NnSemantics, CrossEntropyValuesAndErrors) {
   l.backward();
   EXPECT_NEAR(z.grad().to_xtensor<double>()(0, 0), e / s - 1, 1e-14);
   EXPECT_NEAR(z.grad().to_xtensor<double>()(0, 2), e * e * e / s, 1e-14);
-  mg_test::expect_error([&] { (void)mg::cross_entropy(logits, tensor{3.0, 0.0}.to(mg::i64).to(dev)); },
-                        {"cross_entropy", "target 3", "3 classes", "0 to 2"});
-  mg_test::expect_error([&] { (void)mg::cross_entropy(logits, tensor{1.0, 0.0}.to(dev)); },
-                        {"cross_entropy", "i64"});
+  mg_test::expect_error(
+      [&] {
+        (void)mg::cross_entropy(logits, tensor{3.0, 0.0}.to(mg::i64).to(dev));
+      },
+      {"cross_entropy", "target 3", "3 classes", "0 to 2"});
+  mg_test::expect_error(
+      [&] {
+        (void)mg::cross_entropy(logits, tensor{1.0, 0.0}.to(dev));
+      },
+      {"cross_entropy", "i64"});
   mg_test::expect_error([&] { (void)mg::cross_entropy(logits, tensor{1.0}.to(mg::i64).to(dev)); },
                         {"cross_entropy", "1 targets", "[2,3]"});
 }

@@ -5,26 +5,60 @@
 using mg::tensor;
 using mg_test::expect_ad;
 
-TEST(Reductions, Sum) { expect_ad([](auto x) { return mg::sum(x * x) * x; }); }
-TEST(Reductions, SumDim) { expect_ad([](auto x) { return mg::sum(x * x, -1); }); }
-TEST(Reductions, SumDimKeepdim) { expect_ad([](auto x) { return mg::sum(x, 0, true) * x; }); }
-TEST(Reductions, Mean) { expect_ad([](auto x) { return mg::mean(x) * x; }); }
-TEST(Reductions, MeanDim) { expect_ad([](auto x) { return mg::mean(x * x, -1, true) * x; }); }
-TEST(Reductions, Prod) { expect_ad([](auto x) { return mg::prod(x); }, {.ranges = {{0.5, 1.5}}}); }
+TEST(Reductions, Sum) {
+  expect_ad([](auto x) { return mg::sum(x * x) * x; });
+}
+TEST(Reductions, SumDim) {
+  expect_ad([](auto x) { return mg::sum(x * x, -1); });
+}
+TEST(Reductions, SumDimKeepdim) {
+  expect_ad([](auto x) { return mg::sum(x, 0, true) * x; });
+}
+TEST(Reductions, Mean) {
+  expect_ad([](auto x) { return mg::mean(x) * x; });
+}
+TEST(Reductions, MeanDim) {
+  expect_ad([](auto x) { return mg::mean(x * x, -1, true) * x; });
+}
+TEST(Reductions, Prod) {
+  expect_ad([](auto x) { return mg::prod(x); }, {.ranges = {{0.5, 1.5}}});
+}
 TEST(Reductions, ProdDim) {
   expect_ad([](auto x) { return mg::prod(x, 0, true) * x; }, {.ranges = {{0.5, 1.5}}});
 }
-TEST(Reductions, Max) { expect_ad([](auto x) { return mg::max(x) * x; }); }
-TEST(Reductions, MaxDim) { expect_ad([](auto x) { return mg::max(x * x, -1); }); }
-TEST(Reductions, Min) { expect_ad([](auto x) { return mg::min(x) * x; }); }
-TEST(Reductions, MinDim) { expect_ad([](auto x) { return mg::min(x, 0, true) * x; }); }
-TEST(Reductions, Logsumexp) { expect_ad([](auto x) { return mg::logsumexp(x * 3); }); }
-TEST(Reductions, LogsumexpDim) { expect_ad([](auto x) { return mg::logsumexp(x * 3, -1); }); }
-TEST(Reductions, Norm) { expect_ad([](auto x) { return mg::norm(x) * x; }); }
-TEST(Reductions, NormDim) { expect_ad([](auto x) { return mg::norm(x, 0); }); }
-TEST(Reductions, Var) { expect_ad([](auto x) { return mg::var(x) * x; }, {.scalar = false}); }
-TEST(Reductions, VarDim) { expect_ad([](auto x) { return mg::var(x, -1, true, true) * x; }, {.scalar = false}); }
-TEST(Reductions, VarBiased) { expect_ad([](auto x) { return mg::var(x, false); }, {.scalar = false}); }
+TEST(Reductions, Max) {
+  expect_ad([](auto x) { return mg::max(x) * x; });
+}
+TEST(Reductions, MaxDim) {
+  expect_ad([](auto x) { return mg::max(x * x, -1); });
+}
+TEST(Reductions, Min) {
+  expect_ad([](auto x) { return mg::min(x) * x; });
+}
+TEST(Reductions, MinDim) {
+  expect_ad([](auto x) { return mg::min(x, 0, true) * x; });
+}
+TEST(Reductions, Logsumexp) {
+  expect_ad([](auto x) { return mg::logsumexp(x * 3); });
+}
+TEST(Reductions, LogsumexpDim) {
+  expect_ad([](auto x) { return mg::logsumexp(x * 3, -1); });
+}
+TEST(Reductions, Norm) {
+  expect_ad([](auto x) { return mg::norm(x) * x; });
+}
+TEST(Reductions, NormDim) {
+  expect_ad([](auto x) { return mg::norm(x, 0); });
+}
+TEST(Reductions, Var) {
+  expect_ad([](auto x) { return mg::var(x) * x; }, {.scalar = false});
+}
+TEST(Reductions, VarDim) {
+  expect_ad([](auto x) { return mg::var(x, -1, true, true) * x; }, {.scalar = false});
+}
+TEST(Reductions, VarBiased) {
+  expect_ad([](auto x) { return mg::var(x, false); }, {.scalar = false});
+}
 
 constexpr mg::device dev = mg_test::test_device;
 
@@ -54,7 +88,8 @@ TEST(ReductionSemantics, TiesShareTheGradient) {
             (xt::xarray<double>{0.0, 0.5, 0.5}));
   EXPECT_EQ(grad_of(tensor{-1.0, 2.0, -1.0}, [](const tensor& x) { return mg::min(x); }),
             (xt::xarray<double>{0.5, 0.0, 0.5}));
-  EXPECT_EQ(grad_of(tensor{1.0, 2.0, 2.0}, [](const tensor& x) { return mg::maximum(x, tensor(2.0).to(dev)).sum(); }),
+  EXPECT_EQ(grad_of(tensor{1.0, 2.0, 2.0},
+                    [](const tensor& x) { return mg::maximum(x, tensor(2.0).to(dev)).sum(); }),
             (xt::xarray<double>{0.0, 0.5, 0.5}));
 }
 
@@ -84,7 +119,9 @@ TEST(ReductionSemantics, ValuesAndShapes) {
   EXPECT_EQ(mg::prod(x).item<double>(), 720.0);
   EXPECT_DOUBLE_EQ(mg::mean(x).item<double>(), 5.0 / 6.0);
   EXPECT_DOUBLE_EQ(mg::var(tensor{1.0, 2.0, 4.0}.to(dev)).item<double>(), 7.0 / 3.0);
-  EXPECT_NEAR(mg::logsumexp(tensor{1000.0, 1000.0}.to(dev)).item<double>(), 1000.0 + std::log(2.0), 1e-12);
+  EXPECT_NEAR(mg::logsumexp(tensor{1000.0, 1000.0}.to(dev)).item<double>(), 1000.0 + std::log(2.0),
+              1e-12);
   mg_test::expect_error([&] { (void)mg::sum(x, 2); }, {"sum", "dim 2", "[2,3]", "-2 to 1"});
-  mg_test::expect_error([&] { (void)mg::max(mg::zeros({0}, {.device = dev})); }, {"max", "no elements"});
+  mg_test::expect_error([&] { (void)mg::max(mg::zeros({0}, {.device = dev})); },
+                        {"max", "no elements"});
 }

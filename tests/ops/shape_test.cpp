@@ -9,37 +9,56 @@ using mg_test::expect_ad;
 const mg_test::ad_options arrays{.scalar = false};
 
 TEST(Shape, Expand) {
-  expect_ad([](auto x) { return mg::expand(x, {4, 2, 3}) * 2; }, {.shapes = {{2, 1}}, .scalar = false});
+  expect_ad(
+      [](auto x) {
+        return mg::expand(x, {4, 2, 3}) * 2;
+      },
+      {.shapes = {{2, 1}}, .scalar = false});
 }
-TEST(Shape, SumTo) { expect_ad([](auto x) { return mg::sum_to(x * x, {1, 3}); }, arrays); }
-TEST(Shape, Unsqueeze) { expect_ad([](auto x) { return mg::unsqueeze(x, 1) * x; }, arrays); }
+TEST(Shape, SumTo) {
+  expect_ad([](auto x) { return mg::sum_to(x * x, {1, 3}); }, arrays);
+}
+TEST(Shape, Unsqueeze) {
+  expect_ad([](auto x) { return mg::unsqueeze(x, 1) * x; }, arrays);
+}
 TEST(Shape, Transpose) {
   expect_ad([](auto x) { return mg::transpose(x) * 2; }, {.shapes = {{2, 3, 4}}, .scalar = false});
 }
 TEST(Shape, TransposeDims) {
-  expect_ad([](auto x) { return mg::transpose(x * x, 0, 2); }, {.shapes = {{2, 3, 4}}, .scalar = false});
+  expect_ad([](auto x) { return mg::transpose(x * x, 0, 2); },
+            {.shapes = {{2, 3, 4}}, .scalar = false});
 }
 TEST(Shape, Permute) {
-  expect_ad([](auto x) { return mg::permute(x * x, {2, 0, 1}); }, {.shapes = {{2, 3, 4}}, .scalar = false});
+  expect_ad(
+      [](auto x) {
+        return mg::permute(x * x, {2, 0, 1});
+      },
+      {.shapes = {{2, 3, 4}}, .scalar = false});
 }
 TEST(Shape, Reshape) {
   expect_ad([](auto x) { return mg::reshape(x * x, {3, -1}) * 2; }, arrays);
 }
 TEST(Shape, ReshapeOfTransposeCopies) {
-  expect_ad([](auto x) { return mg::reshape(mg::transpose(x), {-1}) * mg::reshape(x, {6}); }, arrays);
+  expect_ad([](auto x) { return mg::reshape(mg::transpose(x), {-1}) * mg::reshape(x, {6}); },
+            arrays);
 }
-TEST(Shape, View) { expect_ad([](auto x) { return mg::view(x * x, {6}); }, arrays); }
+TEST(Shape, View) {
+  expect_ad([](auto x) { return mg::view(x * x, {6}); }, arrays);
+}
 TEST(Shape, Flatten) {
   expect_ad([](auto x) { return mg::flatten(x * x, 1); }, {.shapes = {{2, 3, 2}}, .scalar = false});
 }
 TEST(Shape, Squeeze) {
-  expect_ad([](auto x) { return mg::squeeze(x * x) + mg::squeeze(x, 1); }, {.shapes = {{3, 1}}, .scalar = false});
+  expect_ad([](auto x) { return mg::squeeze(x * x) + mg::squeeze(x, 1); },
+            {.shapes = {{3, 1}}, .scalar = false});
 }
 TEST(Indexing, Slice) {
-  expect_ad([](auto x) { return mg::slice(x * x, 1, 1, 6, 2); }, {.shapes = {{2, 5}}, .scalar = false});
+  expect_ad([](auto x) { return mg::slice(x * x, 1, 1, 6, 2); },
+            {.shapes = {{2, 5}}, .scalar = false});
 }
 TEST(Indexing, SliceNegative) {
-  expect_ad([](auto x) { return mg::slice(x * x, 0, -2) * 2; }, {.shapes = {{3, 2}}, .scalar = false});
+  expect_ad([](auto x) { return mg::slice(x * x, 0, -2) * 2; },
+            {.shapes = {{3, 2}}, .scalar = false});
 }
 TEST(Indexing, Select) {
   expect_ad([](auto x) { return mg::select(x * x, 1, -1) * 3; }, arrays);
@@ -51,35 +70,46 @@ TEST(Indexing, Cat) {
   expect_ad([](auto a, auto b) { return mg::cat(std::tuple{a * b, b}, 0); }, arrays);
 }
 TEST(Indexing, CatAlongLastDim) {
-  expect_ad([](auto a, auto b) { return mg::cat(std::tuple{a, a * b}, -1); },
-            {.shapes = {{2, 3}, {2, 1}}, .scalar = false});
+  expect_ad(
+      [](auto a, auto b) {
+        return mg::cat(std::tuple{a, a * b}, -1);
+      },
+      {.shapes = {{2, 3}, {2, 1}}, .scalar = false});
 }
 TEST(Indexing, Stack) {
   expect_ad([](auto a, auto b) { return mg::stack(std::tuple{a, a * b}, 1); }, arrays);
 }
 TEST(Linalg, Matmul) {
-  expect_ad([](auto a, auto b) { return mg::matmul(a, b); }, {.shapes = {{2, 3}, {3, 4}}, .scalar = false, .device = false});
+  expect_ad([](auto a, auto b) { return mg::matmul(a, b); },
+            {.shapes = {{2, 3}, {3, 4}}, .scalar = false, .device = false});
 }
 TEST(Linalg, MatmulVectorMatrix) {
-  expect_ad([](auto a, auto b) { return mg::matmul(a, b); }, {.shapes = {{3}, {3, 4}}, .scalar = false, .device = false});
+  expect_ad([](auto a, auto b) { return mg::matmul(a, b); },
+            {.shapes = {{3}, {3, 4}}, .scalar = false, .device = false});
 }
 TEST(Linalg, MatmulMatrixVector) {
-  expect_ad([](auto a, auto b) { return mg::matmul(a, b); }, {.shapes = {{2, 3}, {3}}, .scalar = false, .device = false});
+  expect_ad([](auto a, auto b) { return mg::matmul(a, b); },
+            {.shapes = {{2, 3}, {3}}, .scalar = false, .device = false});
 }
 TEST(Linalg, MatmulVectors) {
-  expect_ad([](auto a, auto b) { return mg::matmul(a, b); }, {.shapes = {{3}, {3}}, .scalar = false, .device = false});
+  expect_ad([](auto a, auto b) { return mg::matmul(a, b); },
+            {.shapes = {{3}, {3}}, .scalar = false, .device = false});
 }
 TEST(Linalg, MatmulBatchedBroadcast) {
-  expect_ad([](auto a, auto b) { return mg::matmul(a, b); }, {.shapes = {{2, 1, 2, 3}, {3, 3, 2}}, .scalar = false, .device = false});
+  expect_ad([](auto a, auto b) { return mg::matmul(a, b); },
+            {.shapes = {{2, 1, 2, 3}, {3, 3, 2}}, .scalar = false, .device = false});
 }
 TEST(Linalg, MatmulBatchedVector) {
-  expect_ad([](auto a, auto b) { return mg::matmul(a, b); }, {.shapes = {{3}, {2, 3, 2}}, .scalar = false, .device = false});
+  expect_ad([](auto a, auto b) { return mg::matmul(a, b); },
+            {.shapes = {{3}, {2, 3, 2}}, .scalar = false, .device = false});
 }
 TEST(Linalg, Dot) {
-  expect_ad([](auto a, auto b) { return mg::dot(a, b); }, {.shapes = {{4}, {4}}, .scalar = false, .device = false});
+  expect_ad([](auto a, auto b) { return mg::dot(a, b); },
+            {.shapes = {{4}, {4}}, .scalar = false, .device = false});
 }
 TEST(Linalg, Outer) {
-  expect_ad([](auto a, auto b) { return mg::outer(a, b); }, {.shapes = {{3}, {2}}, .scalar = false, .device = false});
+  expect_ad([](auto a, auto b) { return mg::outer(a, b); },
+            {.shapes = {{3}, {2}}, .scalar = false, .device = false});
 }
 
 constexpr mg::device dev = mg_test::test_device;
@@ -88,7 +118,8 @@ constexpr mg::device dev = mg_test::test_device;
 // share storage, index_select accumulates, cat joins, in-place ops are recorded, i64 and bool
 // tensors keep their dtypes.
 TEST(IndexingOnEveryBackend, ViewsIndicesAndDtypes) {
-  const tensor x = tensor(xt::xarray<double>{{0.0, 1.0, 2.0}, {3.0, 4.0, 5.0}}).to(dev).requires_grad_();
+  const tensor x =
+      tensor(xt::xarray<double>{{0.0, 1.0, 2.0}, {3.0, 4.0, 5.0}}).to(dev).requires_grad_();
   const tensor row = x[1], col = mg::slice(x, 1, 1, {}, 1).permute({1, 0});
   EXPECT_EQ(row.impl()->store, x.impl()->store);
   EXPECT_EQ(row.device(), dev);

@@ -188,15 +188,6 @@ tensor apply_in(tensor_family, const Op& op, const X&... x) {
   }
 }
 
-inline std::size_t normalize_axis(std::int64_t axis, std::size_t rank, const char* op,
-                                  const shape_t& shape) {
-  const auto r = static_cast<std::int64_t>(rank);
-  if (axis < -r || axis >= r)
-    fail(op, ": axis ", axis, " is out of range for a tensor of shape ", shape_string(shape),
-         " (valid: ", -r, " to ", r - 1, ")");
-  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
-}
-
 // A view of x with other shape/strides, sharing its storage (and version counter).
 inline tensor view_of(const tensor& t, shape_t shape, shape_t strides) {
   const tensor_impl& x = *t.impl();
@@ -243,7 +234,7 @@ struct algebra_impl<tensor> {
   }
   static tensor unsqueeze(const tensor& x, std::ptrdiff_t axis) {
     const auto& xi = *x.impl();
-    const std::size_t a = normalize_axis(axis, xi.shape.size() + 1, "unsqueeze", xi.shape);
+    const std::size_t a = wrap_dim(axis, xi.shape.size() + 1, "unsqueeze", xi.shape);
     shape_t shape = xi.shape, strides = xi.strides;
     const std::int64_t st = a < xi.shape.size() ? xi.strides[a] * xi.shape[a] : 1;
     shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(a), 1);
@@ -305,7 +296,7 @@ struct algebra_impl<tensor> {
     auto out = make_impl(p.out, ai.dtype(), device::cpu);
     dispatch_floating(ai.dtype(), [&]<class T>(std::type_identity<T>) {
       batched_gemm(A->template data<T>(), B->template data<T>(), out->template data<T>(),
-                   count_of(p.batch), p.m, p.k, p.n);
+                   numel_of(p.batch), p.m, p.k, p.n);
     });
     return tensor(std::move(out));
   }

@@ -11,16 +11,11 @@
 #include <vector>
 
 #include <metagrad/detail/broadcast.hpp>
+#include <metagrad/detail/storage.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/types.hpp>
 
 namespace mg::detail {
-
-inline std::int64_t count_of(const shape_t& s) {
-  std::int64_t n = 1;
-  for (auto e : s) n *= e;
-  return n;
-}
 
 /// dim (negative counts from the end) of a shape of rank `rank`, checked. A 0-d tensor accepts
 /// dims 0 and -1, as in torch.
@@ -86,7 +81,7 @@ struct shape_rule {
   }
 
   shape_t resolve(const shape_t& in) const {
-    const std::int64_t n = count_of(in);
+    const std::int64_t n = numel_of(in);
     std::int64_t known = 1;
     std::optional<std::size_t> infer;
     for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -119,15 +114,8 @@ struct shape_rule {
 /// elements are not laid out so that a view can have that shape (then reshape copies).
 inline std::optional<shape_t> view_strides(const shape_t& shape, const shape_t& strides,
                                            const shape_t& to) {
+  if (numel_of(shape) == 0 || shape.empty()) return contiguous_strides(to);
   shape_t out(to.size(), 0);
-  if (count_of(shape) == 0 || shape.empty()) {
-    std::int64_t acc = 1;
-    for (std::size_t i = to.size(); i-- > 0;) {
-      out[i] = acc;
-      acc *= to[i] > 0 ? to[i] : 1;
-    }
-    return out;
-  }
   // Walk both shapes from the last dimension, one chunk of x's dimensions that are contiguous
   // with each other at a time; each chunk must be covered exactly by dimensions of `to`.
   auto view_d = static_cast<std::ptrdiff_t>(to.size()) - 1;

@@ -234,7 +234,7 @@ struct algebra_impl<X> {
       return xt::xarray<T>(xt::broadcast(v, std::vector<std::size_t>(to.begin(), to.end())));
     };
     const xt::xarray<T> A = full(a, sa, true, p.a_full), B = full(b, sb, false, p.b_full);
-    batched_gemm(A.data(), B.data(), c.data(), count_of(p.batch), p.m, p.k, p.n);
+    batched_gemm(A.data(), B.data(), c.data(), numel_of(p.batch), p.m, p.k, p.n);
     return c;
   }
   static auto reshape(const auto& x, const shape_t& to, const auto&) {
