@@ -18,6 +18,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/ops/nn.hpp
   include/metagrad/ops/reductions.hpp
   include/metagrad/ops/shape.hpp
+  include/metagrad/saved_tensors.hpp
   include/metagrad/static.hpp
   include/metagrad/tensor.hpp
   include/metagrad/tensor_class.hpp
@@ -42,15 +43,18 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/xt_algebra.hpp
   detail/metagrad/detail/xt_region.hpp
   # the runtime engine and its backends
-  detail/metagrad/detail/autograd_engine.hpp
+  detail/metagrad/detail/anomaly.hpp
   detail/metagrad/detail/backend.hpp
   detail/metagrad/detail/blas.hpp
   detail/metagrad/detail/cpu_backend.hpp
   detail/metagrad/detail/element_kernels.hpp
+  detail/metagrad/detail/engine.hpp
   detail/metagrad/detail/graph.hpp
+  detail/metagrad/detail/hooks.hpp
   detail/metagrad/detail/nodes.hpp
   detail/metagrad/detail/registry.hpp
   detail/metagrad/detail/runtime_ops.hpp
+  detail/metagrad/detail/saved.hpp
   detail/metagrad/detail/storage.hpp
   detail/metagrad/detail/tensor_kernels.hpp
   detail/metagrad/detail/tensor_members.hpp

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what is missing, then builds and runs every test: the Release build (with the Thrust
 # tests on the CPP device system, and the CUDA variants compiled when nvcc exists), the
-# ASan+UBSan build, and the Thrust tests on the OMP device system.
+# ASan+UBSan build, the ThreadSanitizer build of the multi-threaded backward tests, and the
+# Thrust tests on the OMP device system.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 . scripts/env.sh
-for preset in default asan-ubsan thrust-omp; do
+for preset in default asan-ubsan tsan thrust-omp; do
   echo "=== metagrad: $preset"
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset"

@@ -1,15 +1,28 @@
-// torch.autograd for mg::tensor: gradients of outputs with respect to chosen inputs, and grad
-// mode. (`tensor::backward`, which accumulates into `.grad()`, is in <metagrad/tensor.hpp>.)
+// torch.autograd for mg::tensor: gradients of outputs with respect to chosen inputs, the grad
+// modes, multi-tensor gradient hooks and anomaly detection. (`tensor::backward`, which
+// accumulates into `.grad()`, is in <metagrad/tensor.hpp>; saved-tensor hooks are in
+// <metagrad/saved_tensors.hpp>.)
 #pragma once
 
-#include <metagrad/detail/autograd_engine.hpp>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include <metagrad/detail/anomaly.hpp>
+#include <metagrad/detail/engine.hpp>
 #include <metagrad/detail/graph.hpp>
+#include <metagrad/detail/hooks.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {
 
 /// Is grad mode on in this thread (operations are recorded)? On by default.
 inline bool is_grad_enabled() { return detail::grad_mode(); }
+/// Sets this thread's grad mode (for a scope, prefer no_grad_guard or enable_grad_guard).
+inline void set_grad_enabled(bool enabled) { detail::grad_mode() = enabled; }
 
 /// Turns recording off in this thread for its lifetime (RAII), like `torch.no_grad()`:
 /// ```cpp
@@ -33,6 +46,27 @@ class enable_grad_guard {
  private:
   detail::grad_mode_guard guard_;
 };
+
+/// Inference mode in this thread for its lifetime (RAII), like `torch.inference_mode()`: nothing
+/// is recorded, and the tensors created are inference tensors (`t.is_inference()`), which
+/// cannot be saved for backward nor modified in place outside inference mode.
+class inference_mode_guard {
+ public:
+  explicit inference_mode_guard(bool enabled = true)
+      : grad_(enabled ? false : detail::grad_mode()), previous_(detail::inference_mode()) {
+    detail::inference_mode() = enabled;
+  }
+  inference_mode_guard(const inference_mode_guard&) = delete;
+  inference_mode_guard& operator=(const inference_mode_guard&) = delete;
+  ~inference_mode_guard() { detail::inference_mode() = previous_; }
+
+ private:
+  detail::grad_mode_guard grad_;
+  bool previous_;
+};
+
+/// Is inference mode on in this thread?
+inline bool is_inference_mode_enabled() { return detail::inference_mode(); }
 
 namespace autograd {
 
@@ -75,6 +109,99 @@ inline void backward(const tensor_list& outputs, const tensor_list& grad_outputs
   c.keep_graph = options.retain_graph.value_or(options.create_graph);
   detail::run_backward(outputs, grad_outputs, options.inputs, c);
 }
+
+/// Records an in-place change of t's elements that metagrad did not see (a write through raw
+/// memory), so that backward reports the saved tensors it invalidates.
+inline void increment_version(const tensor& t) {
+  if (!t.defined()) detail::fail("increment_version: the tensor is undefined");
+  ++t.impl()->store->version;
+}
+
+/// Calls `fn(const mg::tensor_list& grads)` once per backward, after the gradients of all of
+/// `tensors` that this backward computes are computed (grads[i] of a tensor it does not reach is
+/// undefined):
+/// ```cpp
+/// auto h = mg::autograd::register_multi_grad_hook({a, b}, [](const mg::tensor_list& g) {...});
+/// ```
+template <class F>
+hook_handle register_multi_grad_hook(const tensor_list& tensors, F fn) {
+  static_assert(std::is_invocable_v<F&, const tensor_list&>,
+                "metagrad: a multi-grad hook is callable as fn(const mg::tensor_list& grads)");
+  struct state {
+    explicit state(F f) : fn(std::move(f)) {}
+    F fn;
+    std::vector<std::weak_ptr<detail::tensor_impl>> leaves;  // leaves: their accumulator
+    std::vector<std::weak_ptr<detail::graph_node>> nodes;    // others: their grad_fn
+    std::mutex m;
+    struct pending {
+      std::size_t count = 0, expected = 0;
+      tensor_list grads;
+    };
+    std::unordered_map<std::uint64_t, pending> tasks;
+  };
+  auto s = std::make_shared<state>(std::move(fn));
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const tensor& t = tensors[i];
+    if (!t.defined() || !t.requires_grad())
+      detail::fail("register_multi_grad_hook: tensor ", i,
+                   " does not require grad; every tensor must require grad");
+    s->leaves.emplace_back(t.is_leaf() ? t.impl() : nullptr);
+    s->nodes.emplace_back(t.is_leaf() ? nullptr : t.grad_fn());
+  }
+  const auto node_of = [](const state& st, std::size_t j) -> const detail::graph_node* {
+    if (const auto l = st.leaves[j].lock()) return l->grad_accumulator.lock().get();
+    return st.nodes[j].lock().get();
+  };
+  hook_handle all;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    std::weak_ptr<state> w = s;
+    auto h = [w, i, node_of](const tensor& g) {
+      const auto st = w.lock();
+      const detail::graph_task* task = detail::current_task();
+      if (!st || !task) return tensor{};
+      tensor_list ready;
+      {
+        std::lock_guard lock(st->m);
+        auto& p = st->tasks[task->id];
+        if (p.count == 0) {
+          p.grads.assign(st->leaves.size(), tensor{});
+          for (std::size_t j = 0; j < st->leaves.size(); ++j)
+            if (const auto* n = node_of(*st, j); n && detail::will_execute(*task, n)) ++p.expected;
+        }
+        p.grads[i] = g;
+        if (++p.count < p.expected) return tensor{};
+        ready = std::move(p.grads);
+        st->tasks.erase(task->id);
+      }
+      st->fn(ready);
+      return tensor{};
+    };
+    // the state lives as long as any of its hooks
+    auto keep = [s, h](const tensor& g) { return h(g); };
+    detail::hook_access::join(all, tensors[i].register_hook(keep));
+  }
+  return all;
+}
+
+/// Turns anomaly detection on or off (for all threads, as torch's): with it on, a node whose
+/// backward produces NaN or infinity throws mg::error naming the node and the forward call that
+/// recorded it (Note [Anomaly detection]). It slows backward down: use it to debug.
+inline void set_detect_anomaly(bool on) { detail::anomaly_mode().store(on); }
+inline bool is_anomaly_enabled() { return detail::anomaly_mode().load(); }
+
+/// Anomaly detection on for its lifetime (RAII): `mg::autograd::detect_anomaly_guard g;`.
+class detect_anomaly_guard {
+ public:
+  explicit detect_anomaly_guard(bool on = true) : previous_(is_anomaly_enabled()) {
+    set_detect_anomaly(on);
+  }
+  detect_anomaly_guard(const detect_anomaly_guard&) = delete;
+  detect_anomaly_guard& operator=(const detect_anomaly_guard&) = delete;
+  ~detect_anomaly_guard() { set_detect_anomaly(previous_); }
+
+ private:
+  bool previous_;
+};
 
 }  // namespace autograd
 }  // namespace mg

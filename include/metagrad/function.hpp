@@ -118,7 +118,7 @@ class context {
 
   [[noreturn]] void fail_count(std::size_t n) const {
     detail::fail(name_, ": saved_tensors<", n, ">() but save_for_backward saved ",
-                 node_ ? node_->saved.size() : to_save_.size(),
+                 node_ ? node_->saved().size() : to_save_.size(),
                  " tensor(s); ask for as many as were saved");
   }
 
@@ -132,23 +132,27 @@ class context {
 namespace detail {
 struct function_node_base : graph_node {
   context ctx;
+  std::vector<saved_variable> saved_values;
+  std::span<saved_variable> saved() override { return saved_values; }
 };
 
 template <class F, std::size_t N>
-struct function_node final : function_node_base {
-  std::array<input_meta, N> meta;
+struct function_node : function_node_base {
+  std::array<edge, N> next;
+  tensor_meta meta;
   const char* name() const override { return op_name<F>(); }
+  std::span<edge> next_edges() override { return next; }
+  std::span<tensor_meta> outputs() override { return {&meta, 1}; }
 
-  std::vector<impl_ptr> apply(impl_ptr grad) override {
-    const tensor_list gs = F::backward(ctx, tensor_list{tensor(std::move(grad))});
+  void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override {
+    if (!grads[0]) return;
+    const tensor_list gs = F::backward(ctx, tensor_list{tensor(std::move(grads[0]))});
     if (gs.size() != N)
       fail(name(), ": backward returned ", gs.size(), " gradient(s) but forward took ", N,
            " input(s); return one gradient per input (an undefined mg::tensor{} for an input "
            "without one)");
-    std::vector<impl_ptr> r(N);
     for (std::size_t i = 0; i < N; ++i)
-      if (next[i]) r[i] = fit_gradient(gs[i], meta[i], name(), i);
-    return r;
+      if (next[i]) out[i] = gs[i].impl();
   }
 };
 
@@ -159,14 +163,11 @@ struct function_access {
   static tensor run(const A&... x) {
     constexpr std::size_t N = sizeof...(A);
     const bool record = grad_mode() && (x.requires_grad() || ...);
-    auto n = std::make_shared<function_node<F, N>>();
+    auto n = make_node<function_node<F, N>>();
     context& ctx = n->ctx;
     ctx.name_ = op_name<F>();
-    if (record) {
-      n->next = {gradient_edge(x.impl())...};
-      n->meta = {input_meta{x.shape(), x.dtype()}...};
-      for (const auto& e : n->next) ctx.needs_.push_back(e != nullptr);
-    }
+    if (record)
+      for (const tensor* t : {&x...}) ctx.needs_.push_back(t->requires_grad());
     tensor out;
     {
       grad_mode_guard off(false);
@@ -180,8 +181,12 @@ struct function_access {
     tensor y(alias_of(*out.impl()));
     for (const auto& t : ctx.non_differentiable_)
       if (t == out.impl()) return y;
-    y.impl()->grad_fn = n;
-    for (const auto& t : ctx.to_save_) n->saved.emplace_back(t.impl(), t.impl() == out.impl(), n);
+    record_node(n, std::array<tensor, N>{x...}, std::array<tensor, 1>{y});
+    n->saved_values.resize(ctx.to_save_.size());
+    for (std::size_t i = 0; i < ctx.to_save_.size(); ++i) {
+      const auto& t = ctx.to_save_[i].impl();
+      n->saved_values[i].save(t == out.impl() ? y.impl() : t, t == out.impl(), true, ctx.name_);
+    }
     ctx.to_save_.clear();
     ctx.non_differentiable_.clear();
     ctx.node_ = n.get();
@@ -213,9 +218,10 @@ std::array<tensor, N> context::saved_tensors() const {
     for (std::size_t i = 0; i < N; ++i) r[i] = to_save_[i];
     return r;
   }
-  if (node_->saved.size() != N) fail_count(N);
+  const auto saved = node_->saved();
+  if (saved.size() != N) fail_count(N);
   std::array<tensor, N> r;
-  for (std::size_t i = 0; i < N; ++i) r[i] = tensor(node_->saved[i].unpack(name_));
+  for (std::size_t i = 0; i < N; ++i) r[i] = tensor(saved[i].unpack(node_, name_));
   return r;
 }
 

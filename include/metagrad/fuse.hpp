@@ -105,20 +105,31 @@ auto as_arrays(const std::array<tensor, sizeof...(k)>& xs, std::index_sequence<k
 }
 
 template <class F, std::size_t N>
-struct fused_node final : graph_node {
+struct fused_node : graph_node {
   F f;
-  std::array<input_meta, N> meta;
+  std::array<edge, N> next;
+  std::array<saved_variable, N> saved_values;
+  tensor_meta meta;
   // For a fusible f (a full sum of an elementwise expression over equal shapes) the forward
   // loop already produced d f / d x_k; backward then only scales them by the incoming gradient.
   std::array<tensor, N> cached;
 
   explicit fused_node(F fn) : f(std::move(fn)) {}
   const char* name() const override { return "fused"; }
+  std::span<edge> next_edges() override { return next; }
+  std::span<tensor_meta> outputs() override { return {&meta, 1}; }
+  std::span<saved_variable> saved() override { return saved_values; }
+  void surrender_extra() override {
+    for (auto& c : cached)
+      if (c.defined()) drain().others.push_back(c.impl());
+    cached = {};
+  }
 
-  std::vector<impl_ptr> apply(impl_ptr grad) override {
+  void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override {
+    if (!grads[0]) return;
     std::array<tensor, N> x;
-    for (std::size_t i = 0; i < N; ++i) x[i] = tensor(saved[i].unpack(name()));
-    const tensor g(std::move(grad));
+    for (std::size_t i = 0; i < N; ++i) x[i] = tensor(saved_values[i].unpack(this, name()));
+    const tensor g(std::move(grads[0]));
     std::array<tensor, N> gs;
     if (grad_mode()) {
       gs = differentiable_vjp(x, g, std::make_index_sequence<N>{});
@@ -129,10 +140,8 @@ struct fused_node final : graph_node {
     } else {
       gs = static_vjp<double>(x, g, std::make_index_sequence<N>{});
     }
-    std::vector<impl_ptr> r(N);
     for (std::size_t i = 0; i < N; ++i)
-      if (next[i]) r[i] = fit_gradient(gs[i], meta[i], name(), i);
-    return r;
+      if (next[i]) out[i] = gs[i].impl();
   }
 
   static bool all_f32(const std::array<tensor, N>& x) {
@@ -191,7 +200,7 @@ struct fused_fn {
     const bool f32_only = ((x.dtype() == f32) && ...);
     (check_cpu(x), ...);  // on device cuda: mg::cuda::vjp over device arrays
     const bool record = grad_mode() && (x.requires_grad() || ...);
-    auto n = record ? std::make_shared<fused_node<F, N>>(f) : nullptr;
+    auto n = record ? make_node<fused_node<F, N>>(f) : nullptr;
     tensor y;
     if constexpr (fusible_v<traced_t<F, N>>) {
       if (record && full_sum(trace(f, std::make_index_sequence<N>{})) && same_shape(x...)) {
@@ -201,10 +210,9 @@ struct fused_fn {
     }
     if (!y.defined()) y = f32_only ? forward<float>(x...) : forward<double>(x...);
     if (!record) return y;
-    n->next = {gradient_edge(x.impl())...};
-    n->meta = {input_meta{x.shape(), x.dtype()}...};
-    (n->saved.emplace_back(x.impl(), false, n), ...);
-    y.impl()->grad_fn = n;
+    record_node(n, std::array<tensor, N>{x...}, std::array<tensor, 1>{y});
+    std::size_t i = 0;
+    ((n->saved_values[i++].save(x.impl(), false, true, "fused")), ...);
     return y;
   }
 

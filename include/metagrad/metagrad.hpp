@@ -9,6 +9,7 @@
 #include <metagrad/fuse.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/ops.hpp>
+#include <metagrad/saved_tensors.hpp>
 #include <metagrad/static.hpp>
 #include <metagrad/tensor.hpp>
 #include <metagrad/xtensor.hpp>

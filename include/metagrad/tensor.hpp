@@ -2,7 +2,8 @@
 // the op families (<metagrad/ops.hpp>), and the runtime engine that evaluates and records them.
 #pragma once
 
-#include <metagrad/detail/autograd_engine.hpp>
+#include <metagrad/detail/anomaly.hpp>
+#include <metagrad/detail/engine.hpp>
 #include <metagrad/detail/runtime_ops.hpp>
 #include <metagrad/detail/tensor_members.hpp>
 #include <metagrad/ops.hpp>

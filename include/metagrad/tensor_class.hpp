@@ -40,6 +40,7 @@
 #include <memory>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <xtensor/xarray.hpp>
@@ -56,9 +57,29 @@ class tensor;
 using tensor_list = std::vector<tensor>;
 
 namespace autograd {
-/// A recorded operation of the runtime graph (`tensor::grad_fn()`): `name()`, `next_functions()`.
+/// A recorded operation of the runtime graph (`tensor::grad_fn()`): `name()`, `next_functions()`
+/// (edges: `.function`, `.input_nr`), `register_hook`, `register_prehook`.
 using node = detail::graph_node;
+using edge = detail::edge;
 }  // namespace autograd
+
+namespace detail {
+struct hook_access;
+void release_self_capture(const impl_ptr& t, long held, long held_fn);  // hooks.hpp
+}  // namespace detail
+
+/// What registering a hook returns: `remove()` removes the hook (also after the tensor or node is
+/// gone; removing twice is harmless). Dropping the handle keeps the hook, as torch's
+/// RemovableHandle does.
+class hook_handle {
+ public:
+  hook_handle() = default;
+  void remove();
+
+ private:
+  friend struct detail::hook_access;
+  std::vector<std::pair<std::weak_ptr<detail::hook_set>, std::uint64_t>> hooks_;
+};
 
 /// Options of the tensor factories; an aggregate, used with designated initialisers:
 /// `mg::randn({3, 3}, {.dtype = mg::f64, .requires_grad = true})`. The default dtype is f32, as
@@ -83,6 +104,17 @@ class tensor {
 
   tensor() = default;
   explicit tensor(detail::impl_ptr impl) : impl_(std::move(impl)) {}
+  tensor(const tensor&) = default;
+  tensor(tensor&&) noexcept = default;
+  tensor& operator=(const tensor& o) {
+    drop(std::exchange(impl_, o.impl_));
+    return *this;
+  }
+  tensor& operator=(tensor&& o) noexcept {
+    drop(std::exchange(impl_, std::move(o.impl_)));
+    return *this;
+  }
+  ~tensor() { drop(std::move(impl_)); }
 
   template <std::floating_point T>
   explicit tensor(T value);
@@ -109,11 +141,25 @@ class tensor {
   tensor& requires_grad_(bool on = true);
   tensor grad() const { return tensor(checked("grad").grad); }
   void set_grad(const tensor& g);
-  std::shared_ptr<autograd::node> grad_fn() const { return checked("grad_fn").grad_fn; }
+  std::shared_ptr<autograd::node> grad_fn() const;
   bool is_leaf() const { return checked("is_leaf").grad_fn == nullptr; }
+  /// Created under mg::inference_mode_guard (cannot be saved for backward).
+  bool is_inference() const { return checked("is_inference").is_inference; }
   bool retains_grad() const;
   void retain_grad() const;
+  /// A tensor sharing this one's elements (and version counter) without its history.
   tensor detach() const { return tensor(detail::alias_of(checked("detach"))); }
+  /// Detaches this tensor from the graph in place: it becomes a leaf that does not require grad.
+  tensor& detach_();
+  /// Registers `fn(const mg::tensor& grad) -> mg::tensor` (or void), called with this tensor's
+  /// gradient each time it is computed; a defined result replaces the gradient (same shape,
+  /// dtype and device). On a leaf it runs before accumulation into `.grad()`:
+  /// ```cpp
+  /// auto h = v.register_hook([](const mg::tensor& g) { return g * 2; });   // doubles it
+  /// h.remove();
+  /// ```
+  template <class F>
+  hook_handle register_hook(F&& fn) const;
 
   template <class T>
   T item() const;
@@ -182,6 +228,11 @@ class tensor {
   const detail::impl_ptr& impl() const { return impl_; }
 
  private:
+  // See Note [Hooks that capture their tensor] (hooks.hpp).
+  static void drop(detail::impl_ptr p) {
+    if (p && p->hook_self_refs) [[unlikely]]
+      detail::release_self_capture(p, 1, 0);
+  }
   const detail::tensor_impl& checked(const char* what) const {
     if (!impl_)
       detail::fail(what,

@@ -247,7 +247,7 @@ TEST(RuntimeSaved, NoReferenceCycles) {
     leaf_impl = x.impl();
     tensor y = tanh(exp(x)) / x;  // exp, tanh and div save their own output
     node = y.grad_fn();
-    acc = exp(x).grad_fn()->next_functions()[0];
+    acc = exp(x).grad_fn()->next_functions()[0].function;
     auto d = mg::autograd::grad({y}, {x}, {}, {.create_graph = true})[0];
     (void)mg::autograd::grad({d}, {x});
   }

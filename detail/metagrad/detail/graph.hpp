@@ -1,30 +1,48 @@
 // The recorded graph of the runtime engine, at the level of implementation objects: tensor_impl
-// (what an mg::tensor handle points to), node (one recorded operation), saved_variable, and the
-// thread-local grad mode.
+// (what an mg::tensor handle points to), edge, graph_node (one recorded operation), and the
+// thread-local modes (grad mode, inference mode).
 //
 // Note [Graph ownership]: ownership points from outputs to inputs only. A tensor owns its
-// grad_fn; a node owns the nodes of its inputs (next) and the tensors it saved. A node never
-// owns its own output: an output saved by its own grad_fn is kept as an alias without grad_fn
-// and re-attached on unpack (torch's SavedVariable). A leaf owns its grad accumulator weakly.
-// So the graph has no reference cycles, and dropping the last tensor frees it.
+// grad_fn; a node owns the nodes of its inputs (its edges) and the tensors it saved. A node never
+// owns its own outputs: an output saved by its own grad_fn is kept without grad_fn and
+// re-attached on unpack (torch's SavedVariable; saved.hpp). A leaf owns its grad accumulator
+// weakly. So the graph has no reference cycles, and dropping the last tensor frees it. Hooks may
+// capture tensors and so close cycles; see Note [Hooks that capture their tensor] in hooks.hpp.
 //
 // Note [Iterative destruction]: freeing the head of a chain of a million nodes must not recurse a
-// million times. ~node moves every graph reference it owns (next, and the grad_fn of saved
-// tensors it alone owns) onto a local stack and drains it, taking apart each node it holds the
-// last reference to before letting it go; so each destructor nests at most one level.
+// million times, whatever holds the chain together (edges, saved tensors, hooks that captured
+// tensors). Every node is created by make_node, whose most-derived destructor first moves
+// everything the node owns that can own other nodes (edges, saved tensors, hooks) onto a
+// thread-local list; the outermost such destructor then drains the list. A destruction that
+// starts while the list is being drained only adds to it, so destructors nest two levels deep.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <source_location>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include <metagrad/detail/storage.hpp>
 #include <metagrad/error.hpp>
 
+namespace mg {
+class hook_handle;
+}
+
 namespace mg::detail {
 
 struct graph_node;
+struct hook_set;  // hooks.hpp
+
+// Inference mode (thread-local, as torch's): grad mode is off and the tensors created are
+// inference tensors, which cannot be saved for backward.
+inline bool& inference_mode() {
+  thread_local bool enabled = false;
+  return enabled;
+}
 
 struct tensor_impl {
   std::shared_ptr<storage> store;
@@ -32,11 +50,16 @@ struct tensor_impl {
   std::int64_t offset = 0;     // in elements
   bool requires_grad = false;  // set on leaves; a tensor with a grad_fn requires grad
   bool is_view = false;        // made by a view op (slice, select, reshape...): shares a base
+  bool is_inference = inference_mode();
+  bool wrapped_number = false;        // a 0-d tensor made from a C++ number operand
+  std::uint32_t output_nr = 0;        // which output of grad_fn this tensor is
+  std::uint32_t hook_self_refs = 0;   // See Note [Hooks that capture their tensor]
   std::shared_ptr<tensor_impl> base;  // views: the tensor whose storage they view (not a view)
   std::uint64_t view_version = 0;     // views: the version their grad_fn reflects
   std::shared_ptr<graph_node> grad_fn;
   std::weak_ptr<graph_node> grad_accumulator;  // leaves: See Note [Graph ownership]
   std::shared_ptr<tensor_impl> grad;
+  std::shared_ptr<hook_set> hooks;  // leaves: their tensor hooks (run by the grad accumulator)
 
   mg::dtype dtype() const { return store->dtype; }
   mg::device device() const { return store->device; }
@@ -64,8 +87,13 @@ inline impl_ptr alias_of(const tensor_impl& x) {
   t->shape = x.shape;
   t->strides = x.strides;
   t->offset = x.offset;
+  t->is_inference = t->is_inference || x.is_inference;
   return t;
 }
+
+// Gives a view whose base was written in place since its grad_fn was recorded a grad_fn that
+// reads the base's current history (tensor_members.hpp; Note [Views and in-place writes]).
+void refresh_view(tensor_impl& t);
 
 inline bool requires_grad(const tensor_impl& t) { return t.requires_grad || t.grad_fn != nullptr; }
 
@@ -86,116 +114,77 @@ class grad_mode_guard {
   bool previous_;
 };
 
-// A tensor kept for backward. See Note [Graph ownership] and Note [Version counter].
-class saved_variable {
- public:
-  saved_variable() = default;
-  saved_variable(const impl_ptr& t, bool is_output, const std::shared_ptr<graph_node>& owner,
-                 bool check_version = true) {
-    if (!t) return;
-    version_ = t->store->version;
-    check_version_ = check_version;
-    if (is_output) {
-      data_ = alias_of(*t);
-      self_ = owner;
-      is_output_ = true;
-    } else if (t->requires_grad && !t->grad_fn) {
-      data_ = t;  // a leaf that requires grad: double backward accumulates into it
-    } else {
-      // the history at the time of saving (torch's SavedVariable): an in-place write may give
-      // t a new grad_fn later, and holding t itself could then close a reference cycle
-      data_ = alias_of(*t);
-      data_->grad_fn = t->grad_fn;
-    }
-  }
+/// Where the gradient of one forward input goes: input `input_nr` of the node `function` (the
+/// node's forward output number input_nr). Empty when the input needs no gradient.
+struct edge {
+  std::shared_ptr<graph_node> function;
+  std::uint32_t input_nr = 0;
 
-  // The saved tensor, with its grad_fn re-attached for an output.
-  impl_ptr unpack(const char* node_name) const {
-    if (freed_)
-      fail(
-          "Trying to backward through the graph a second time (or to use saved tensors after "
-          "they were freed): the saved tensors of ",
-          node_name,
-          " were freed when backward ran; pass .retain_graph = true to the first backward (or "
-          "mg::autograd::grad) if you need to backward through the graph again");
-    if (!data_) return nullptr;
-    if (check_version_ && data_->store->version != version_)
-      fail(
-          "one of the tensors needed for gradient computation has been modified by an in-place "
-          "operation: a tensor of shape ",
-          shape_string(data_->shape), " saved by ", node_name, " is at version ",
-          data_->store->version, "; expected version ", version_,
-          "; make a copy before modifying it in place, or modify it out of place");
-    if (!is_output_) return data_;
-    auto t = alias_of(*data_);
-    t->grad_fn = self_.lock();
-    return t;
-  }
-
-  void release() {
-    if (data_ || is_output_) freed_ = true;
-    data_.reset();
-  }
-
-  impl_ptr& data() { return data_; }
-
- private:
-  impl_ptr data_;
-  std::weak_ptr<graph_node> self_;
-  std::uint64_t version_ = 0;
-  bool is_output_ = false;
-  bool check_version_ = true;  // false: only the shape is read (saved::input_shapes)
-  bool freed_ = false;
+  explicit operator bool() const { return function != nullptr; }
+  graph_node* operator->() const { return function.get(); }
+  graph_node& operator*() const { return *function; }
+  friend bool operator==(const edge& e, std::nullptr_t) { return e.function == nullptr; }
 };
 
-// One recorded operation with one output. next[i] is the node that receives the gradient of
-// input i (null when input i needs none).
-struct graph_node {
-  std::vector<std::shared_ptr<graph_node>> next;
-  std::vector<saved_variable> saved;
-  std::vector<std::weak_ptr<tensor_impl>> retained;  // non-leaf outputs that retain_grad()
-  impl_ptr leaf;  // set on grad accumulators only: the leaf they accumulate into
+// What a node knows of each of its forward outputs: the gradients it receives must match.
+struct tensor_meta {
+  shape_t shape;
+  mg::dtype dtype = mg::dtype::f32;
+  mg::device device = mg::device::cpu;
+};
 
+class saved_variable;  // saved.hpp
+
+// Sequence numbers order the nodes as torch's do: a node recorded later runs first among the
+// ready ones (thread-local counters, as torch's).
+inline std::uint64_t next_sequence_nr() {
+  thread_local std::uint64_t n = 0;
+  return n++;
+}
+
+// One recorded operation. Derived nodes hold their edges, saved tensors and output metadata
+// inline and expose them as spans.
+struct graph_node {
   graph_node() = default;
   graph_node(const graph_node&) = delete;
   graph_node& operator=(const graph_node&) = delete;
-  virtual ~graph_node();
+  virtual ~graph_node() = default;
 
   /// The name of the operation that recorded this node, e.g. "mul".
   virtual const char* name() const = 0;
-  /// The nodes that receive this node's input gradients (null where none is needed).
-  const std::vector<std::shared_ptr<graph_node>>& next_functions() const { return next; }
-
-  // Gradients with respect to the inputs, one per entry of next, from the output's gradient.
-  virtual std::vector<impl_ptr> apply(impl_ptr grad) = 0;
-
-  void release_saved() {
-    for (auto& s : saved) s.release();
+  /// Where the gradients of the forward inputs go, one edge per input (empty where none).
+  std::span<const edge> next_functions() const {
+    return const_cast<graph_node*>(this)->next_edges();
   }
+  /// The number of forward outputs (the gradients this node receives).
+  std::size_t num_outputs() const { return const_cast<graph_node*>(this)->outputs().size(); }
+  /// Registers `fn(const mg::tensor_list& grad_inputs, const mg::tensor_list& grad_outputs) ->
+  /// std::optional<mg::tensor_list>` (or void), called after this node computed the gradients of
+  /// its inputs; a value replaces them (Note [Hook order], hooks.hpp).
+  template <class F>
+  mg::hook_handle register_hook(F&& fn);
+  /// Registers `fn(const mg::tensor_list& grad_outputs) -> std::optional<mg::tensor_list>` (or
+  /// void), called before this node runs; a value replaces the gradients it receives.
+  template <class F>
+  mg::hook_handle register_prehook(F&& fn);
+
+  virtual std::span<edge> next_edges() = 0;
+  virtual std::span<tensor_meta> outputs() = 0;
+  virtual std::span<saved_variable> saved() { return {}; }
+  // grads: one per output (null: none arrived); out: one per edge, null on entry. Nodes
+  // that want_undefined() are called even when no gradient arrived (custom Functions).
+  virtual void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) = 0;
+  virtual bool wants_undefined() const { return false; }
+  // The tensor hooks to run on the gradients this node receives (a grad accumulator: its leaf's).
+  virtual hook_set* tensor_hook_set() { return hooks.get(); }
+  virtual bool is_accumulator() const { return false; }
+  // Moves what can own other nodes, beyond edges, saved tensors and hooks, to the drain
+  // (Note [Iterative destruction]).
+  virtual void surrender_extra() {}
+
+  std::uint64_t sequence_nr = next_sequence_nr();
+  std::shared_ptr<hook_set> hooks;  // created by the first hook registered on the node
+  std::source_location site{};      // the forward call that recorded it (when known)
 };
-
-// Moves the graph references n owns onto out. See Note [Iterative destruction].
-inline void surrender(graph_node& n, std::vector<std::shared_ptr<graph_node>>& out) {
-  auto take_impl = [&out](impl_ptr& t) {
-    if (!t || t.use_count() != 1) return;
-    if (t->grad_fn) out.push_back(std::move(t->grad_fn));
-    if (t->grad && t->grad.use_count() == 1 && t->grad->grad_fn)
-      out.push_back(std::move(t->grad->grad_fn));
-  };
-  for (auto& e : n.next)
-    if (e) out.push_back(std::move(e));
-  for (auto& s : n.saved) take_impl(s.data());
-  take_impl(n.leaf);
-}
-
-inline graph_node::~graph_node() {
-  std::vector<std::shared_ptr<graph_node>> stack;
-  surrender(*this, stack);
-  while (!stack.empty()) {
-    std::shared_ptr<graph_node> p = std::move(stack.back());
-    stack.pop_back();
-    if (p.use_count() == 1) surrender(*p, stack);
-  }  // p is released here; if it was the last reference, its (now empty) destructor runs
-}
 
 }  // namespace mg::detail

@@ -1,5 +1,5 @@
-// The nodes the runtime engine records: one template for every op struct (built-in or a
-// ctx-free custom op), and the grad accumulator of a leaf.
+// How nodes join the graph (record_node, the one place for every node kind), the node of every
+// op struct (built-in or a ctx-free custom op), and the grad accumulator of a leaf.
 //
 // Note [One formula]: an op_node's backward is the op struct's own `backward`, in one of two
 // ways:
@@ -10,19 +10,32 @@
 //     functions, which are recorded when create_graph is on. That is how higher derivatives work.
 // The values an op declared it does not save (its `saves`) reach backward as mg::not_saved in
 // both ways, so a backward that reads one does not compile.
+//
+// Note [What a node saves]: a node saves only what the gradients it must compute read, as
+// torch's do: `x * c` with only x requiring grad saves c, not x. For an elementwise op this is
+// read off its backward at compile time, by tracing it with the static engine's symbolic leaves
+// (gradient_reads); other ops save what their `saves` declares. A value not saved reaches
+// backward as a placeholder (a 0-d one) in the gradients nobody wants.
 #pragma once
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/graph.hpp>
+#include <metagrad/detail/hooks.hpp>
+#include <metagrad/detail/saved.hpp>
 #include <metagrad/detail/tensor_kernels.hpp>
 #include <metagrad/detail/type_name.hpp>
+#include <metagrad/expr.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/ops/arithmetic.hpp>
 #include <metagrad/ops/conversion.hpp>
@@ -31,100 +44,204 @@
 
 namespace mg::detail {
 
-struct input_meta {
-  shape_t shape;
-  mg::dtype dtype;
-};
-
-// A gradient g for an input described by m: summed back over broadcast dimensions and converted
-// to the input's dtype; a gradient that cannot be brought to the input's shape is an error.
-inline impl_ptr fit_gradient(const tensor& g, const input_meta& m, const char* op, std::size_t i) {
-  if (!g.defined()) return nullptr;
-  tensor r = g;
-  if (r.shape() != m.shape) {
-    if (!broadcastable_to(m.shape, r.shape()))
-      fail(op, ": backward returned a gradient of shape ", shape_string(r.shape()), " for input ",
-           i, " of shape ", shape_string(m.shape),
-           "; return one gradient per input, in the input's shape (or broadcastable from it)");
-    r = mg::sum_to(r, m.shape);
-  }
-  if (r.dtype() != m.dtype) r = r.to(m.dtype);
-  return r.impl();
+inline impl_ptr number_tensor(double v, mg::dtype d, mg::device dev) {
+  auto t = fill_kernel({}, v, d, dev);
+  t->wrapped_number = true;
+  return t;
 }
+
+inline std::shared_ptr<storage> empty_storage(mg::dtype d, mg::device dev) {
+  static const auto all = [] {
+    std::array<std::shared_ptr<storage>, 8> r;
+    for (int k = 0; k < 8; ++k)
+      r[k] = allocate(0, static_cast<mg::dtype>(k % 4), static_cast<mg::device>(k / 4));
+    return r;
+  }();
+  return all[static_cast<int>(d) + 4 * static_cast<int>(dev)];
+}
+
+inline impl_ptr copy_of(const tensor_impl& t) { return copy_kernel(t, t.dtype(), t.shape); }
+
+inline tensor_meta meta_of(const tensor_impl& t) { return {t.shape, t.dtype(), t.device()}; }
+
+// ---- Note [What a node saves] -------------------------------------------------------------------
+
+template <std::size_t J, class E>
+inline constexpr bool reads_arg_v = false;
+template <std::size_t J>
+inline constexpr bool reads_arg_v<J, arg<J>> = true;
+template <std::size_t J, class Op, class... A>
+inline constexpr bool reads_arg_v<J, mg::node<Op, A...>> = (reads_arg_v<J, A> || ...);
+
+template <bool Saved, std::size_t I>
+using traced_arg_t = std::conditional_t<Saved, arg<I>, not_saved>;
+
+template <class Op, std::size_t N, std::size_t... I>
+auto traced_backward(std::index_sequence<I...>)
+    -> decltype(std::declval<const Op&>().backward(traced_arg_t<saves_inputs_v<Op>, I>{}...,
+                                                   traced_arg_t<saves_output_v<Op>, N>{},
+                                                   arg<N + 1>{}));
+
+// For each input k: a mask of the saved values (inputs 0..N-1, output N) its gradient reads.
+template <class Op, std::size_t N>
+constexpr std::array<std::uint32_t, N> gradient_reads() {
+  std::array<std::uint32_t, N> r{};
+  if constexpr (!is_elementwise<Op>()) {
+    r.fill(~0u);
+  } else {
+    using R = decltype(traced_backward<Op, N>(std::make_index_sequence<N>{}));
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      ((r[K] =
+            [&]<std::size_t... J>(std::index_sequence<J...>) {
+              using E = component_t<K, R>;
+              return ((reads_arg_v<J, E> ? 1u << J : 0u) | ... | 0u);
+            }(std::make_index_sequence<N + 1>{})),
+       ...);
+    }
+    (std::make_index_sequence<N>{});
+  }
+  return r;
+}
+
+// ---- joining the graph --------------------------------------------------------------------------
 
 // The node that receives the gradient of t: its grad_fn, its grad accumulator (a leaf that
-// requires grad), or null.
-std::shared_ptr<graph_node> gradient_edge(const impl_ptr& t);
+// requires grad), or none.
+edge gradient_edge(const impl_ptr& t);
 
-// Gives a view whose base was written in place since its grad_fn was recorded a grad_fn that
-// reads the base's current history (tensor_members.hpp; Note [Views and in-place writes]).
-void refresh_view(tensor_impl& t);
-
-// Component k of a backward result as a tensor (undefined for mg::no_grad).
-template <std::size_t k, class R>
-tensor gradient_component(const R& r) {
-  if constexpr (std::is_same_v<component_t<k, R>, no_grad>) {
-    return tensor{};
-  } else {
-    return tensor(component<k>(r));
-  }
+// The forward call being recorded (set by ops' public functions when known; Note [Anomaly
+// detection] in anomaly.hpp).
+inline std::source_location& current_site() {
+  thread_local std::source_location s{};
+  return s;
 }
 
-template <bool Saved>
-auto saved_arg(const tensor& t) {
-  if constexpr (Saved) {
-    return t;
-  } else {
-    return not_saved{};
-  }
+// Anomaly mode: is it on, and which node is running backward (the parent of nodes recorded
+// by a backward under create_graph).
+inline std::atomic<bool>& anomaly_mode() {
+  static std::atomic<bool> on{false};
+  return on;
 }
+void note_anomaly_parent(graph_node& n);  // anomaly.hpp
+
+// Connects a new node n: its edges to the gradient nodes of `inputs`, and `outputs` (which get n
+// as grad_fn, their output number and metadata). The one place where nodes join the graph.
+template <class In, class Out>
+void record_node(const std::shared_ptr<graph_node>& n, const In& inputs, const Out& outputs) {
+  auto edges = n->next_edges();
+  std::size_t i = 0;
+  for (const tensor& x : inputs) {
+    if (x.defined() && x.requires_grad()) edges[i] = gradient_edge(x.impl());
+    ++i;
+  }
+  auto meta = n->outputs();
+  std::uint32_t k = 0;
+  for (const tensor& y : outputs) {
+    tensor_impl& o = *y.impl();
+    o.grad_fn = n;
+    o.output_nr = k;
+    meta[k] = meta_of(o);
+    ++k;
+  }
+  n->site = current_site();
+  if (anomaly_mode().load(std::memory_order_relaxed)) note_anomaly_parent(*n);
+}
+
+// ---- the node of an op struct -------------------------------------------------------------------
 
 template <class Op, std::size_t N>
-struct op_node final : graph_node {
+struct op_node : graph_node {
+  static constexpr bool ins = saves_inputs_v<Op>, outs = saves_output_v<Op>;
+  static constexpr std::size_t n_saved = (ins ? N : 0) + (outs ? 1 : 0);
+  static constexpr auto reads = gradient_reads<Op, N>();
+
   Op op;
-  std::array<input_meta, N> meta;
+  std::array<edge, N> next;
+  std::array<saved_variable, n_saved> saved_values;
+  tensor_meta meta;
 
   explicit op_node(Op o) : op(std::move(o)) {}
   const char* name() const override { return op_name<Op>(); }
+  std::span<edge> next_edges() override { return next; }
+  std::span<tensor_meta> outputs() override { return {&meta, 1}; }
+  std::span<saved_variable> saved() override { return saved_values; }
 
-  std::vector<impl_ptr> apply(impl_ptr grad) override {
-    constexpr bool ins = saves_inputs_v<Op>, out = saves_output_v<Op>;
+  // Saves what the wanted gradients read (Note [What a node saves]).
+  template <class... T>
+  void save(const tensor& out, const T&... in) {
+    std::uint32_t need = 0;
+    for (std::size_t i = 0; i < N; ++i)
+      if (next[i]) need |= reads[i];
+    if constexpr (ins) {
+      std::size_t j = 0;
+      ((need & (1u << j)
+            ? saved_values[j].save(in.impl(), false, checks_input_versions_v<Op>, name())
+            : void(),
+        ++j),
+       ...);
+    }
+    if constexpr (outs)
+      if (need & (1u << N)) saved_values[n_saved - 1].save(out.impl(), true, true, name());
+  }
+
+  void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override {
+    if (!grads[0]) return;
     std::array<tensor, N> x;
-    if constexpr (ins)
-      for (std::size_t i = 0; i < N; ++i) x[i] = tensor(saved[i].unpack(name()));
     tensor y;
-    if constexpr (out) y = tensor(saved[ins ? N : 0].unpack(name()));
-    const tensor g(std::move(grad));
-    std::vector<impl_ptr> r(N);
+    const auto placeholder = [&] {
+      return tensor(fill_kernel({}, 1.0, grads[0]->dtype(), grads[0]->device()));
+    };
+    if constexpr (ins)
+      for (std::size_t i = 0; i < N; ++i) {
+        x[i] = tensor(saved_values[i].unpack(this, name()));
+        if (!x[i].defined()) x[i] = placeholder();
+      }
+    if constexpr (outs) {
+      y = tensor(saved_values[n_saved - 1].unpack(this, name()));
+      if (!y.defined()) y = placeholder();
+    }
+    const tensor g(std::move(grads[0]));
     if constexpr (is_elementwise<Op>()) {
       if (!grad_mode()) {  // Note [One formula]: one kernel
         std::array<const tensor_impl*, N> in{};
         std::array<bool, N> wanted{};
         for (std::size_t i = 0; i < N; ++i) {
           in[i] = x[i].impl().get();
-          wanted[i] = next[i] != nullptr;
+          wanted[i] = next[i].function != nullptr;
         }
         auto gs = elementwise_backward_kernel(op, in, y.impl().get(), *g.impl(), wanted);
-        for (std::size_t i = 0; i < N; ++i)
-          if (gs[i]) r[i] = fit_gradient(tensor(std::move(gs[i])), meta[i], name(), i);
-        return r;
+        for (std::size_t i = 0; i < N; ++i) out[i] = std::move(gs[i]);
+        return;
       }
     }
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      const auto b = op.backward(saved_arg<ins>(x[I])..., saved_arg<out>(y), g);
-      ((r[I] = next[I] ? fit_gradient(gradient_component<I>(b), meta[I], name(), I) : nullptr),
-       ...);
+      const auto b = op.backward(saved_arg<ins>(x[I])..., saved_arg<outs>(y), g);
+      ((out[I] = next[I] ? gradient_component<I>(b).impl() : nullptr), ...);
     }
     (std::make_index_sequence<N>{});
-    return r;
+  }
+
+ private:
+  // Component k of a backward result as a tensor (undefined for mg::no_grad).
+  template <std::size_t k, class R>
+  static tensor gradient_component(const R& r) {
+    if constexpr (std::is_same_v<component_t<k, R>, no_grad>) {
+      return tensor{};
+    } else {
+      return tensor(component<k>(r));
+    }
+  }
+  template <bool Saved>
+  static auto saved_arg(const tensor& t) {
+    if constexpr (Saved) {
+      return t;
+    } else {
+      return not_saved{};
+    }
   }
 };
 
-struct accumulate_grad final : graph_node {
-  explicit accumulate_grad(impl_ptr variable) { leaf = std::move(variable); }
-  const char* name() const override { return "accumulate_grad"; }
-  std::vector<impl_ptr> apply(impl_ptr grad) override;
-};
+// ---- leaves -------------------------------------------------------------------------------------
 
 // grad accumulated into t.grad: kept as is with create_graph (it carries its graph), else as a
 // copy that owns its storage, as torch's AccumulateGrad does.
@@ -137,22 +254,52 @@ inline void accumulate_into(tensor_impl& t, const impl_ptr& g) {
   }
 }
 
-inline std::vector<impl_ptr> accumulate_grad::apply(impl_ptr grad) {
-  accumulate_into(*leaf, grad);
-  return {};
+// Accumulations into one leaf from several threads (independent graphs sharing parameters)
+// are serialised, as torch's are.
+inline std::mutex& accumulation_mutex(const void* p) {
+  static std::array<std::mutex, 64> m;
+  return m[(reinterpret_cast<std::uintptr_t>(p) >> 4) % m.size()];
 }
 
-inline std::shared_ptr<graph_node> gradient_edge(const impl_ptr& t) {
-  if (!t) return nullptr;
+struct accumulate_grad : graph_node {
+  impl_ptr leaf;
+  tensor_meta meta;
+
+  explicit accumulate_grad(impl_ptr variable) : leaf(std::move(variable)), meta(meta_of(*leaf)) {
+    sequence_nr = std::numeric_limits<std::uint64_t>::max();  // runs first among the ready
+  }
+  const char* name() const override { return "accumulate_grad"; }
+  hook_set* tensor_hook_set() override { return leaf ? leaf->hooks.get() : nullptr; }
+  bool is_accumulator() const override { return true; }
+  std::span<edge> next_edges() override { return {}; }
+  std::span<tensor_meta> outputs() override { return {&meta, 1}; }
+  void apply(std::span<impl_ptr> grads, std::span<impl_ptr>) override {
+    std::lock_guard lock(accumulation_mutex(leaf.get()));
+    accumulate_into(*leaf, grads[0]);
+  }
+  void surrender_extra() override {
+    release_self_capture(leaf, 1, 0);
+    if (leaf) drain().others.push_back(std::move(leaf));
+  }
+};
+
+inline std::mutex& accumulator_mutex(const void* p) {
+  static std::array<std::mutex, 64> m;
+  return m[(reinterpret_cast<std::uintptr_t>(p) >> 4) % m.size()];
+}
+
+inline edge gradient_edge(const impl_ptr& t) {
+  if (!t) return {};
   refresh_view(*t);
-  if (t->grad_fn) return t->grad_fn;
-  if (!t->requires_grad) return nullptr;
+  if (t->grad_fn) return {t->grad_fn, t->output_nr};
+  if (!t->requires_grad) return {};
+  std::lock_guard lock(accumulator_mutex(t.get()));
   auto acc = t->grad_accumulator.lock();
   if (!acc) {
-    acc = std::make_shared<accumulate_grad>(t);
+    acc = make_node<accumulate_grad>(t);
     t->grad_accumulator = acc;
   }
-  return acc;
+  return {std::move(acc), 0};
 }
 
 // Records `out = op(in...)` when grad mode is on, the op is differentiable and an input requires
@@ -164,13 +311,10 @@ tensor record(const Op& op, tensor out, const T&... in) {
   } else {
     if (!grad_mode() || !(in.requires_grad() || ...)) return out;
     constexpr std::size_t N = sizeof...(T);
-    auto n = std::make_shared<op_node<Op, N>>(op);
-    n->next = {gradient_edge(in.impl())...};
-    n->meta = {input_meta{in.shape(), in.dtype()}...};
-    if constexpr (saves_inputs_v<Op>)
-      (n->saved.emplace_back(in.impl(), false, n, checks_input_versions_v<Op>), ...);
-    out.impl()->grad_fn = n;
-    if constexpr (saves_output_v<Op>) n->saved.emplace_back(out.impl(), true, n);
+    auto n = make_node<op_node<Op, N>>(op);
+    record_node(n, std::array<std::reference_wrapper<const tensor>, N>{std::cref(in)...},
+                std::array<std::reference_wrapper<const tensor>, 1>{std::cref(out)});
+    n->save(out, in...);
     return out;
   }
 }

@@ -45,7 +45,7 @@ tensor as_tensor(const X& x, const tensor& like, dtype number_dtype) {
   if constexpr (std::is_same_v<X, tensor>) {
     return x;
   } else {
-    return tensor(fill_kernel({}, static_cast<double>(x), number_dtype, like.device()));
+    return tensor(number_tensor(static_cast<double>(x), number_dtype, like.device()));
   }
 }
 

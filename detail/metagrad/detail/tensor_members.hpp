@@ -12,8 +12,9 @@
 
 #include <xtensor/xarray.hpp>
 
-#include <metagrad/detail/autograd_engine.hpp>
+#include <metagrad/detail/engine.hpp>
 #include <metagrad/detail/graph.hpp>
+#include <metagrad/detail/hooks.hpp>
 #include <metagrad/detail/runtime_ops.hpp>
 #include <metagrad/detail/tensor_kernels.hpp>
 #include <metagrad/error.hpp>
@@ -126,18 +127,19 @@ inline tensor as_strided_op::backward(const auto&, const auto&, const tensor& g)
 
 // The history of a base written in place through a view (torch's CopySlices): input 0 is the
 // base before the write (it gets g outside the view), input 1 the value written (g inside).
-struct copy_slices_node final : graph_node {
+struct copy_slices_node : graph_node {
   strided_geometry geo;
-  std::array<input_meta, 2> meta;
+  std::array<edge, 2> next;
+  tensor_meta meta;
   const char* name() const override { return "copy_slices"; }
-  std::vector<impl_ptr> apply(impl_ptr grad) override {
-    const tensor g(std::move(grad));
+  std::span<edge> next_edges() override { return next; }
+  std::span<tensor_meta> outputs() override { return {&meta, 1}; }
+  void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override {
+    if (!grads[0]) return;
+    const tensor g(std::move(grads[0]));
     const tensor region = call(as_strided_op{geo}, g);
-    std::vector<impl_ptr> r(2);
-    if (next[0])
-      r[0] = fit_gradient(g - call(as_strided_backward_op{geo}, region), meta[0], name(), 0);
-    if (next[1]) r[1] = fit_gradient(region, meta[1], name(), 1);
-    return r;
+    if (next[0]) out[0] = (g - call(as_strided_backward_op{geo}, region)).impl();
+    if (next[1]) out[1] = region.impl();
   }
 };
 
@@ -167,6 +169,11 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
                  F&& compute) {
   auto& si = const_cast<tensor_impl&>(operand(self, name));
   refresh_view(si);
+  if (si.is_inference && !inference_mode())
+    fail(name, ": an inference tensor (shape ", shape_string(si.shape),
+         ") cannot be modified in place outside inference mode; clone() it first");
+  const bool retained = self.retains_grad();
+  const auto old_fn = si.grad_fn;
   if (grad_mode() && si.requires_grad && !si.grad_fn)
     fail(name, ": a leaf tensor that requires grad (shape ", shape_string(si.shape),
          ") is used in an in-place operation while grad mode is on; do it under "
@@ -197,6 +204,7 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
            "cannot be written in place; clone() it first");
   tensor cur(alias_of(si));
   cur.impl()->grad_fn = si.grad_fn;
+  cur.impl()->output_nr = si.output_nr;
   cur.impl()->requires_grad = si.requires_grad;
   if (record && saves_self) cur = cur.clone();
   tensor r = compute(cur);
@@ -213,6 +221,7 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
   // the result must not alias the memory it is written to (a.copy_(a.t())), and a leaf or an
   // alias (copy_ of a leaf) gets a node of its own so that the tensor's history points to it
   if (r.impl()->store == si.store || (record && r.requires_grad() && !r.grad_fn())) r = r.clone();
+  before_in_place_write(si);  // allow_mutation_on_saved_tensors_guard
   copy_into(si, *r.impl());
   ++si.store->version;  // See Note [Version counter]
   if (through_view) {
@@ -221,17 +230,22 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
     const impl_ptr& b = si.base;
     const tensor old(alias_of(*b));
     old.impl()->grad_fn = b->grad_fn;
+    old.impl()->output_nr = b->output_nr;
     old.impl()->requires_grad = b->requires_grad;
-    auto n = std::make_shared<copy_slices_node>();
+    auto n = make_node<copy_slices_node>();
     n->geo = geo;
-    n->next = {gradient_edge(old.impl()), gradient_edge(r.impl())};
-    n->meta = {input_meta{b->shape, b->dtype()}, input_meta{r.shape(), r.dtype()}};
-    b->grad_fn = std::move(n);
+    record_node(n, std::array<tensor, 2>{old, r}, std::array<tensor, 1>{tensor(b)});
     const tensor v = mg::detail::record(as_strided_op{geo}, tensor(alias_of(si)), tensor(b));
     si.grad_fn = v.impl()->grad_fn;
     si.view_version = si.store->version;
   } else if (record) {
     si.grad_fn = r.impl()->grad_fn;
+    si.output_nr = r.impl()->output_nr;
+  }
+  if (retained && si.grad_fn && !self.retains_grad()) {  // retain_grad moves with the history
+    auto& old = old_fn->hooks->retains;
+    std::erase_if(old, [&](const auto& r) { return r.tensor.lock() == self.impl(); });
+    self.retain_grad();
   }
   return self;
 }
@@ -439,18 +453,19 @@ inline std::vector<std::int64_t> index_values(const tensor& index, const char* o
 }
 
 // A node of cat over a runtime list of tensors: input k's gradient is its slice of g.
-struct cat_list_node final : graph_node {
+struct cat_list_node : graph_node {
   std::int64_t dim = 0;
-  std::vector<input_meta> meta;
+  std::vector<edge> next;
   std::vector<std::int64_t> offsets;
+  tensor_meta meta;
   const char* name() const override { return "cat"; }
-  std::vector<impl_ptr> apply(impl_ptr grad) override {
-    const tensor g(std::move(grad));
-    std::vector<impl_ptr> r(next.size());
+  std::span<edge> next_edges() override { return next; }
+  std::span<tensor_meta> outputs() override { return {&meta, 1}; }
+  void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override {
+    if (!grads[0]) return;
+    const tensor g(std::move(grads[0]));
     for (std::size_t k = 0; k < next.size(); ++k)
-      if (next[k])
-        r[k] = fit_gradient(mg::slice(g, dim, offsets[k], offsets[k + 1]), meta[k], "cat", k);
-    return r;
+      if (next[k]) out[k] = mg::slice(g, dim, offsets[k], offsets[k + 1]).impl();
   }
 };
 }  // namespace detail
@@ -468,15 +483,12 @@ inline tensor cat(const tensor_list& xs, std::int64_t dim) {
   bool any = false;
   for (const auto& x : xs) any = any || x.requires_grad();
   if (!detail::grad_mode() || !any) return out;
-  auto n = std::make_shared<detail::cat_list_node>();
+  auto n = detail::make_node<detail::cat_list_node>();
   n->dim = static_cast<std::int64_t>(d);
+  n->next.resize(xs.size());
   n->offsets.push_back(0);
-  for (const auto& x : xs) {
-    n->next.push_back(detail::gradient_edge(x.impl()));
-    n->meta.push_back({x.shape(), x.dtype()});
-    n->offsets.push_back(n->offsets.back() + x.shape()[d]);
-  }
-  out.impl()->grad_fn = std::move(n);
+  for (const auto& x : xs) n->offsets.push_back(n->offsets.back() + x.shape()[d]);
+  detail::record_node(n, xs, std::array<tensor, 1>{out});
   return out;
 }
 
@@ -610,20 +622,40 @@ inline void tensor::set_grad(const tensor& g) {
   t.grad = g.impl();
 }
 
+inline std::shared_ptr<autograd::node> tensor::grad_fn() const {
+  auto& t = const_cast<detail::tensor_impl&>(checked("grad_fn"));
+  detail::refresh_view(t);
+  return t.grad_fn;
+}
+
 inline bool tensor::retains_grad() const {
   const auto& t = checked("retains_grad");
-  if (!t.grad_fn) return false;
-  for (const auto& w : t.grad_fn->retained)
-    if (w.lock().get() == &t) return true;
+  if (!t.grad_fn || !t.grad_fn->hooks) return false;
+  for (const auto& r : t.grad_fn->hooks->retains)
+    if (r.tensor.lock() == impl_) return true;
   return false;
 }
 
+// torch's retains_grad hook: run after the tensor hooks of the output it retains (hooks.hpp).
 inline void tensor::retain_grad() const {
   const auto& t = checked("retain_grad");
   if (!detail::requires_grad(t))
     detail::fail("retain_grad: the tensor (shape ", detail::shape_string(t.shape),
                  ") does not require grad, so it has no gradient to retain");
-  if (t.grad_fn && !retains_grad()) t.grad_fn->retained.push_back(impl_);
+  if (t.grad_fn && !retains_grad())
+    detail::hooks_of(t.grad_fn->hooks).retains.push_back({t.output_nr, impl_});
+}
+
+inline tensor& tensor::detach_() {
+  auto& t = const_cast<detail::tensor_impl&>(checked("detach_"));
+  if (t.is_view && t.base && detail::requires_grad(*t.base))
+    detail::fail("detach_: the tensor (shape ", detail::shape_string(t.shape),
+                 ") is a view of a tensor that requires grad; views cannot be detached in "
+                 "place: use detach() instead");
+  t.grad_fn.reset();
+  t.output_nr = 0;
+  t.requires_grad = false;
+  return *this;
 }
 
 }  // namespace mg

@@ -1,0 +1,66 @@
+// Anomaly detection (torch's detect_anomaly): with it on, every node records the node whose
+// backward created it (double backward), and the engine checks every gradient a node computes.
+//
+// Note [Anomaly detection]: a node knows the forward call that recorded it (graph_node::site,
+// the std::source_location of the op's public function, where the op has one). With anomaly
+// mode on, a NaN or infinity in a gradient a node computed is an mg::error naming the node, the
+// input, and that call; a second line names the node whose backward recorded this one, if any,
+// and its call. Errors thrown inside a node's backward get the same lines appended.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <sstream>
+#include <string>
+
+#include <metagrad/detail/engine.hpp>
+#include <metagrad/detail/graph.hpp>
+#include <metagrad/detail/hooks.hpp>
+#include <metagrad/detail/tensor_kernels.hpp>
+
+namespace mg::detail {
+
+inline void note_anomaly_parent(graph_node& n) {
+  if (const auto* r = running_node(); r && *r) hooks_of(n.hooks).parent = *r;
+}
+
+inline std::string site_string(const std::source_location& s) {
+  if (s.line() == 0) return "an unknown call (an op without a call site)";
+  std::ostringstream os;
+  os << s.file_name() << ":" << s.line() << " (in " << s.function_name() << ")";
+  return std::move(os).str();
+}
+
+// The lines that say where n's forward ran, and where its parent's did.
+inline std::string forward_trace(const graph_node& n) {
+  std::string r =
+      "\n  the forward of " + std::string(n.name()) + " was called at " + site_string(n.site);
+  if (n.hooks)
+    if (const auto p = n.hooks->parent.lock())
+      r += "\n  it was recorded by the backward of " + std::string(p->name()) +
+           ", whose forward was called at " + site_string(p->site);
+  return r;
+}
+
+inline bool all_finite(const tensor_impl& g) {
+  if (!is_floating(g.dtype())) return true;
+  const auto h = copy_kernel(*transfer_kernel(g, mg::device::cpu), g.dtype(), g.shape);
+  return dispatch_floating(g.dtype(), [&]<class T>(std::type_identity<T>) {
+    const T* p = h->template data<T>();
+    for (std::int64_t i = 0, n = h->numel(); i < n; ++i)
+      if (!std::isfinite(p[i])) return false;
+    return true;
+  });
+}
+
+inline void check_anomaly(const graph_node& n, std::span<const impl_ptr> out) {
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i] && !all_finite(*out[i]))
+      fail("anomaly detection: the backward of ", n.name(),
+           " returned NaN or infinite values in its gradient for input ", i, " (shape ",
+           shape_string(out[i]->shape), ")", forward_trace(n));
+}
+
+}  // namespace mg::detail

@@ -1,0 +1,290 @@
+// Tensors saved for backward (torch's SavedVariable), the saved-tensor hooks that may pack them,
+// and the iterative destruction of nodes (Note [Iterative destruction], graph.hpp).
+//
+// Note [Saved tensors]: a node saves a tensor in one of these forms:
+//   - a leaf that requires grad: the leaf itself (double backward accumulates into it);
+//   - another input: an alias carrying the grad_fn the input had when it was saved (an in-place
+//     write may give the input a new grad_fn later, and holding the input itself could then
+//     close a reference cycle);
+//   - an output of the node itself: an alias without grad_fn, re-attached to the node on unpack
+//     (Note [Graph ownership]);
+//   - a number operand: its value, inline;
+//   - whatever the innermost saved-tensor pack hook returned, with the history kept beside it;
+//   - for a backward that reads only the shape (saved::input_shapes): a tensor without elements
+//     that describes it, kept after backward (as torch keeps sizes, not tensors).
+// Unpacking checks the version counter (not with hooks, as torch) and fails once backward freed
+// the saved tensors (a second backward without retain_graph).
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <metagrad/detail/graph.hpp>
+#include <metagrad/error.hpp>
+
+namespace mg::detail {
+
+// The node of input t's gradient (nodes.hpp).
+edge gradient_edge(const impl_ptr& t);
+
+// What a saved-tensor pack hook kept for one tensor.
+struct packed_tensor {
+  virtual ~packed_tensor() = default;
+  virtual impl_ptr unpack() const = 0;
+};
+
+// A contiguous copy of t's elements, and a storage without elements of dtype d on device dev,
+// shared (nodes.hpp).
+impl_ptr copy_of(const tensor_impl& t);
+std::shared_ptr<storage> empty_storage(mg::dtype d, mg::device dev);
+
+// The thread's saved-tensor hooks: a stack of pack functions (innermost last), and the message of
+// an active disable_saved_tensors_hooks_guard.
+struct saved_hooks_state {
+  std::vector<const std::function<std::shared_ptr<packed_tensor>(const impl_ptr&)>*> stack;
+  const std::string* disabled = nullptr;
+};
+inline saved_hooks_state& saved_hooks() {
+  thread_local saved_hooks_state s;
+  return s;
+}
+
+// The state of an allow_mutation_on_saved_tensors_guard: the tensors saved under it, by storage.
+struct mutation_table {
+  struct cell {
+    impl_ptr data;  // the saved elements (copied before the first write to them)
+    bool copied = false;
+  };
+  std::unordered_map<const storage*, std::vector<std::weak_ptr<cell>>> saved;
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+};
+inline mutation_table*& active_mutation_table() {
+  thread_local mutation_table* t = nullptr;
+  return t;
+}
+
+// Called by in-place ops before they write t's storage.
+inline void before_in_place_write(const tensor_impl& t) {
+  mutation_table* m = active_mutation_table();
+  if (!m) return;
+  const auto it = m->saved.find(t.store.get());
+  if (it == m->saved.end()) return;
+  for (const auto& w : it->second)
+    if (const auto c = w.lock(); c && !c->copied) {
+      c->data = copy_of(*c->data);
+      c->copied = true;
+    }
+  m->saved.erase(it);
+}
+
+// The node whose apply is running on this thread (the engine sets it): an output saved by its
+// own node is re-attached to it on unpack.
+inline const std::shared_ptr<graph_node>*& running_node() {
+  thread_local const std::shared_ptr<graph_node>* n = nullptr;
+  return n;
+}
+
+// See Note [Iterative destruction].
+struct drain_list {
+  std::vector<std::shared_ptr<graph_node>> nodes;
+  std::vector<std::shared_ptr<void>> others;
+  bool active = false;
+};
+inline drain_list& drain() {
+  thread_local drain_list d;
+  return d;
+}
+
+class saved_variable {
+ public:
+  saved_variable() = default;
+
+  // Saves t for the backward of `owner` (named `op` in messages); `is_output`: t is an output of
+  // owner. check_version false: backward reads only the shape (saved::input_shapes).
+  void save(const impl_ptr& t, bool is_output, bool check_version, const char* op);
+
+  // The saved tensor (null if nothing was saved), its grad_fn re-attached.
+  impl_ptr unpack(const graph_node* owner, const char* op) const;
+
+  void release() {
+    if (kind_ == kind::shape) return;  // no elements to free
+    if (kind_ != kind::empty) freed_ = true;
+    payload_.reset();
+  }
+  bool defined() const { return kind_ != kind::empty; }
+  void surrender(drain_list& d) {
+    if (payload_) d.others.push_back(std::move(payload_));
+  }
+
+ private:
+  enum class kind : std::uint8_t { empty, leaf, input, output, number, packed, shape };
+  struct packed_entry {
+    std::shared_ptr<packed_tensor> packed;
+    std::shared_ptr<graph_node> history;  // grad_fn (the accumulator, for a leaf) when saved
+    bool is_output = false;
+  };
+
+  std::shared_ptr<void> payload_;  // a tensor_impl, a packed_entry, or null (a number)
+  std::uint64_t word_ = 0;         // the version when saved, or the bits of a saved number
+  kind kind_ = kind::empty;
+  mg::dtype number_dtype_ = mg::dtype::f64;
+  mg::device number_device_ = mg::device::cpu;
+  bool check_version_ = true;
+  bool freed_ = false;
+  std::uint32_t output_nr_ = 0;
+};
+
+inline void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version,
+                                 const char* op) {
+  if (!t) return;
+  if (t->is_inference)
+    fail(op, ": an inference tensor (created under mg::inference_mode_guard; shape ",
+         shape_string(t->shape),
+         ") cannot be saved for backward; make a normal tensor of it with clone() outside "
+         "inference mode, or run the whole computation in inference mode");
+  check_version_ = check_version;
+  output_nr_ = t->output_nr;
+  if (!check_version) {
+    // only the shape is read (saved::input_shapes): a tensor without elements that describes t
+    auto a = std::make_shared<tensor_impl>();
+    a->store = empty_storage(t->dtype(), t->device());
+    a->shape = t->shape;
+    a->strides = t->strides;
+    payload_ = std::move(a);
+    kind_ = kind::shape;
+    return;
+  }
+  auto& hooks = saved_hooks();
+  if (!hooks.stack.empty()) {
+    auto e = std::make_shared<packed_entry>();
+    e->is_output = is_output;
+    if (!is_output) e->history = t->grad_fn ? t->grad_fn : gradient_edge(t).function;
+    e->packed = (*hooks.stack.back())(is_output ? alias_of(*t) : t);
+    payload_ = std::move(e);
+    kind_ = kind::packed;
+    return;
+  }
+  word_ = t->store->version;
+  if (t->wrapped_number && !t->requires_grad && t->store->device == mg::device::cpu) {
+    // a C++ number operand: its value, in double (f32 and i64 numbers round-trip through it)
+    double v = 0;
+    dispatch(t->dtype(), [&]<class T>(std::type_identity<T>) {
+      v = static_cast<double>(*t->template data<T>());
+    });
+    word_ = std::bit_cast<std::uint64_t>(v);
+    number_dtype_ = t->dtype();
+    number_device_ = t->device();
+    kind_ = kind::number;
+  } else if (is_output) {
+    payload_ = alias_of(*t);
+    kind_ = kind::output;
+  } else if (t->requires_grad && !t->grad_fn) {
+    payload_ = t;
+    kind_ = kind::leaf;
+  } else {
+    auto a = alias_of(*t);
+    a->grad_fn = t->grad_fn;
+    a->output_nr = t->output_nr;
+    a->wrapped_number = t->wrapped_number;
+    payload_ = std::move(a);
+    kind_ = kind::input;
+  }
+}
+
+// A 0-d tensor holding v (kernels of tensor_kernels.hpp; declared here to keep saved.hpp below
+// them).
+impl_ptr number_tensor(double v, mg::dtype d, mg::device dev);
+
+inline impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) const {
+  if (freed_)
+    fail(
+        "Trying to backward through the graph a second time (or to use saved tensors after "
+        "they were freed): the saved tensors of ",
+        op,
+        " were freed when backward ran; pass .retain_graph = true to the first backward (or "
+        "mg::autograd::grad) if you need to backward through the graph again");
+  const auto self = [&]() -> std::shared_ptr<graph_node> {
+    const auto* r = running_node();
+    return r && r->get() == owner ? *r : nullptr;
+  };
+  switch (kind_) {
+    case kind::empty:
+      return nullptr;
+    case kind::number:
+      return number_tensor(std::bit_cast<double>(word_), number_dtype_, number_device_);
+    case kind::packed: {
+      const auto& e = *std::static_pointer_cast<packed_entry>(payload_);
+      const impl_ptr u = e.packed->unpack();
+      if (!u)
+        fail(op,
+             ": a saved-tensor unpack hook returned an undefined tensor; it must return the "
+             "tensor pack received (or one equal to it)");
+      auto t = alias_of(*u);
+      t->grad_fn = e.is_output ? self() : e.history;
+      t->output_nr = output_nr_;
+      return t;
+    }
+    default:
+      break;
+  }
+  const auto data = std::static_pointer_cast<tensor_impl>(payload_);
+  if (check_version_ && data->store->version != word_)
+    fail(
+        "one of the tensors needed for gradient computation has been modified by an in-place "
+        "operation: a tensor of shape ",
+        shape_string(data->shape), " saved by ", op, " is at version ", data->store->version,
+        "; expected version ", word_,
+        "; make a copy before modifying it in place, or modify it out of place");
+  if (kind_ != kind::output) return data;
+  auto t = alias_of(*data);
+  t->grad_fn = self();
+  t->output_nr = output_nr_;
+  return t;
+}
+
+// Breaks a cycle of a node held only by hooks that captured its output (hooks.hpp).
+void release_node_self_capture(const std::shared_ptr<graph_node>& n);
+
+// Moves what n owns onto the drain, then drains it unless a drain is already running. See Note
+// [Iterative destruction].
+inline void surrender_node(graph_node& n) {
+  drain_list& d = drain();
+  for (edge& e : n.next_edges())
+    if (e.function) d.nodes.push_back(std::move(e.function));
+  for (saved_variable& s : n.saved()) s.surrender(d);
+  if (n.hooks) d.others.push_back(std::move(n.hooks));
+  n.surrender_extra();
+  if (d.active) return;
+  d.active = true;
+  while (!d.nodes.empty() || !d.others.empty()) {
+    if (!d.others.empty()) {
+      std::shared_ptr<void> p = std::move(d.others.back());
+      d.others.pop_back();
+    } else {
+      std::shared_ptr<graph_node> p = std::move(d.nodes.back());
+      d.nodes.pop_back();
+      release_node_self_capture(p);
+    }  // p is released here; if it was the last reference, its destructor adds to the lists
+  }
+  d.active = false;
+}
+
+// Every node is made by make_node, so that its destructor surrenders first.
+template <class T>
+struct final_node final : T {
+  using T::T;
+  ~final_node() override { surrender_node(*this); }
+};
+
+template <class T, class... A>
+std::shared_ptr<T> make_node(A&&... a) {
+  return std::make_shared<final_node<T>>(std::forward<A>(a)...);
+}
+
+}  // namespace mg::detail

@@ -1,0 +1,289 @@
+// Hooks of the runtime engine: tensor hooks, node hooks and pre-hooks, retain_grad, multi-grad
+// hooks, their order, handles, errors, and the graph's lifetime with hooks that capture tensors.
+// The seeds' examples are reproduced as they are written there.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <metagrad/autograd.hpp>
+#include <metagrad/function.hpp>
+#include <metagrad/tensor.hpp>
+
+#include "support/harness_runtime.hpp"
+
+using mg::tensor;
+using mg::tensor_list;
+using mg_test::expect_error;
+
+namespace {
+std::vector<double> values(const tensor& t) {
+  const auto a = t.to_xtensor<double>();
+  return {a.begin(), a.end()};
+}
+tensor leaf(std::initializer_list<double> v) { return tensor(v).requires_grad_(); }
+}  // namespace
+
+// Seed (Tensor.register_hook): v.register_hook(lambda grad: grad * 2); v.backward([1, 1, 1]).
+TEST(Hooks, SeedTensorHookDoublesTheGradient) {
+  tensor v = leaf({0., 0., 0.});
+  mg::hook_handle h = v.register_hook([](const tensor& g) { return g * 2.0; });
+  v.backward(tensor{1., 1., 1.});
+  EXPECT_EQ(values(v.grad()), (std::vector<double>{2, 2, 2}));
+  h.remove();
+  v.backward(tensor{1., 1., 1.});
+  EXPECT_EQ(values(v.grad()), (std::vector<double>{3, 3, 3}));  // accumulated, not doubled
+}
+
+// Seed (Node.register_hook): b = a.clone(); b.grad_fn.register_hook(lambda gI, gO: (gO[0] * 2,))
+TEST(Hooks, SeedNodeHookReplacesGradInputs) {
+  tensor a = leaf({0., 0., 0.});
+  tensor b = a.clone();
+  ASSERT_TRUE(b.grad_fn());
+  auto handle = b.grad_fn()->register_hook(
+      [](const tensor_list&, const tensor_list& gO) -> std::optional<tensor_list> {
+        return tensor_list{gO[0] * 2.0};
+      });
+  b.sum().backward({.retain_graph = true});
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{2, 2, 2}));
+  handle.remove();
+  a.set_grad(tensor{});
+  b.sum().backward({.retain_graph = true});
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{1, 1, 1}));
+}
+
+// Seed (Node.register_prehook): b.grad_fn.register_prehook(lambda gI: (gI[0] * 2,))
+TEST(Hooks, SeedNodePrehookReplacesGradOutputs) {
+  tensor a = leaf({0., 0., 0.});
+  tensor b = a.clone();
+  auto handle = b.grad_fn()->register_prehook(
+      [](const tensor_list& gI) -> std::optional<tensor_list> { return tensor_list{gI[0] * 2.0}; });
+  b.sum().backward({.retain_graph = true});
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{2, 2, 2}));
+  handle.remove();
+  a.set_grad(tensor{});
+  b.sum().backward({.retain_graph = true});
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{1, 1, 1}));
+}
+
+TEST(Hooks, OrderIsTensorHooksRetainGradPrehooksNodePosthooks) {
+  tensor x = leaf({1., 2.});
+  tensor y = x * 3.0;
+  std::vector<std::string> log;
+  y.retain_grad();
+  y.register_hook([&](const tensor& g) {
+    log.push_back("tensor1");
+    return g * 10.0;
+  });
+  y.register_hook([&](const tensor& g) {
+    log.push_back("tensor2 sees " + std::to_string(g.sum().item<double>()));
+    return tensor{};  // keeps the gradient
+  });
+  y.grad_fn()->register_prehook([&](const tensor_list& go) {
+    log.push_back("pre sees " + std::to_string(go[0].sum().item<double>()));
+  });
+  y.grad_fn()->register_hook([&](const tensor_list& gi, const tensor_list& go) {
+    log.push_back("post " + std::to_string(gi[0].sum().item<double>()) + " " +
+                  std::to_string(go[0].sum().item<double>()));
+  });
+  x.register_hook([&](const tensor& g) {
+    log.push_back("leaf " + std::to_string(g.sum().item<double>()));
+    return tensor{};
+  });
+  y.sum().backward();
+  ASSERT_EQ(log.size(), 5u);
+  EXPECT_EQ(log[0], "tensor1");
+  EXPECT_EQ(log[1], "tensor2 sees 20.000000");
+  EXPECT_EQ(log[2], "pre sees 20.000000");
+  EXPECT_EQ(log[3], "post 60.000000 20.000000");
+  EXPECT_EQ(log[4], "leaf 60.000000");
+  EXPECT_EQ(values(y.grad()), (std::vector<double>{10, 10}));  // retain_grad saw the hooked one
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{30, 30}));
+}
+
+TEST(Hooks, LeafHookRunsBeforeAccumulation) {
+  tensor x = leaf({1., 2.});
+  x.register_hook([](const tensor& g) { return g + 1.0; });
+  (x * x).sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{3, 5}));
+  // a hook registered before any op (its grad accumulator does not exist yet) still runs
+  tensor z = leaf({1.});
+  z.register_hook([](const tensor& g) { return g * 5.0; });
+  (z * 2.0).sum().backward();
+  EXPECT_EQ(values(z.grad()), (std::vector<double>{10}));
+}
+
+TEST(Hooks, PostHookOfAGradAccumulatorAndOfAFunctionWithTwoInputs) {
+  tensor a = leaf({1.}), b = leaf({2.});
+  tensor y = a * b;
+  int calls = 0;
+  y.grad_fn()->register_hook([&](const tensor_list& gi, const tensor_list& go) {
+    ++calls;
+    EXPECT_EQ(gi.size(), 2u);
+    EXPECT_EQ(go.size(), 1u);
+    EXPECT_DOUBLE_EQ(gi[0].item<double>(), 2.0);  // d/da = b
+    EXPECT_DOUBLE_EQ(gi[1].item<double>(), 1.0);  // d/db = a
+    return tensor_list{gi[0], tensor{}};          // b gets no gradient
+  });
+  y.sum().backward();
+  EXPECT_EQ(calls, 1);
+  EXPECT_DOUBLE_EQ(a.grad().item<double>(), 2.0);
+  EXPECT_FALSE(b.grad().defined());
+}
+
+TEST(Hooks, WrongResultsAreErrors) {
+  tensor x = leaf({1., 2.});
+  tensor y = x * 2.0;
+  auto h = y.register_hook([](const tensor&) { return tensor{1., 2., 3.}; });
+  expect_error([&] { y.sum().backward({.retain_graph = true}); },
+               {"tensor hook", "mul", "shape [3]", "shape [2]"});
+  h.remove();
+  auto h2 = y.register_hook([](const tensor& g) { return g.to(mg::f32); });
+  expect_error([&] { y.sum().backward({.retain_graph = true}); }, {"dtype f32", "dtype f64"});
+  h2.remove();
+  auto h3 = y.grad_fn()->register_hook(
+      [](const tensor_list&, const tensor_list&) { return tensor_list{}; });
+  expect_error([&] { y.sum().backward({.retain_graph = true}); },
+               {"returned 0 gradients for 2 inputs"});
+  h3.remove();
+  y.grad_fn()->register_prehook([](const tensor_list& g) { return tensor_list{g[0], g[0]}; });
+  expect_error([&] { y.sum().backward(); }, {"pre-hook of mul", "2 gradients for 1 outputs"});
+  expect_error([] { tensor(1.0).register_hook([](const tensor& g) { return g; }); },
+               {"register_hook", "does not require grad"});
+}
+
+TEST(Hooks, HandlesOutliveTensorsAndDroppingOneKeepsTheHook) {
+  mg::hook_handle h;
+  {
+    tensor x = leaf({1.});
+    tensor y = x * 2.0;
+    h = y.register_hook([](const tensor& g) { return g; });
+  }
+  h.remove();  // the hook set is gone: nothing to do
+  h.remove();  // twice: harmless
+  tensor x = leaf({1.});
+  tensor y = x * 2.0;
+  {
+    (void)y.register_hook([](const tensor& g) { return g * 3.0; });
+  }  // handle dropped
+  y.backward(tensor{1.});
+  EXPECT_DOUBLE_EQ(x.grad().item<double>(), 6.0);
+}
+
+// Seed (register_multi_grad_hook): c = a * b; d = a * b; hook on (a, b, c, d).
+TEST(Hooks, SeedMultiGradHook) {
+  tensor a = mg::randn({2, 3}, {.dtype = mg::f64, .requires_grad = true});
+  tensor b = mg::randn({2, 3}, {.dtype = mg::f64, .requires_grad = true});
+  tensor c = a * b;
+  tensor d = a * b;
+  std::vector<std::vector<bool>> calls;
+  mg::autograd::register_multi_grad_hook({a, b, c, d}, [&](const tensor_list& grads) {
+    std::vector<bool> defined;
+    for (const auto& g : grads) defined.push_back(g.defined());
+    calls.push_back(defined);
+  });
+  c.sum().backward({.retain_graph = true});
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (std::vector<bool>{true, true, true, false}));
+  c.sum().backward({.retain_graph = true, .inputs = {a}});
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1], (std::vector<bool>{true, false, true, false}));
+}
+
+TEST(Hooks, MultiGradHookSeesTheGradientsAndIsRemoved) {
+  tensor a = leaf({1., 2.}), b = leaf({3., 4.});
+  double seen = 0;
+  auto h = mg::autograd::register_multi_grad_hook(
+      {a, b}, [&](const tensor_list& g) { seen = (g[0] * g[1]).sum().item<double>(); });
+  (a * b).sum().backward();
+  EXPECT_DOUBLE_EQ(seen, 3 * 1 + 4 * 2);  // grads are b and a
+  h.remove();
+  seen = -1;
+  (a * b).sum().backward();
+  EXPECT_EQ(seen, -1);
+}
+
+TEST(Hooks, RetainGradIsAHookAndFollowsInPlaceWrites) {
+  tensor x = leaf({1., 2.});
+  tensor y = x * 2.0;
+  EXPECT_FALSE(y.retains_grad());
+  y.retain_grad();
+  EXPECT_TRUE(y.retains_grad());
+  EXPECT_FALSE(x.retains_grad());  // a leaf keeps its gradient anyway
+  y.mul_(3.0);                     // y's history moves on; retain_grad goes with it
+  EXPECT_TRUE(y.retains_grad());
+  (y * y).sum().backward();
+  EXPECT_EQ(values(y.grad()), (std::vector<double>{12, 24}));
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{72, 144}));
+}
+
+TEST(Hooks, HookCapturingItsOwnTensorDoesNotLeak) {
+  std::weak_ptr<mg::detail::tensor_impl> leaf_w, y_w;
+  std::weak_ptr<mg::autograd::node> node_w;
+  double seen = 0;
+  {
+    tensor x = leaf({1., 2.});
+    x.register_hook([x, &seen](const tensor& g) {
+      seen += x.sum().item<double>();
+      return g;
+    });
+    tensor y = x * 2.0;
+    y.register_hook([y](const tensor& g) { return g * y.sum().item<double>() / 6.0; });
+    leaf_w = x.impl();
+    y_w = y.impl();
+    node_w = y.grad_fn();
+    y.sum().backward();
+    EXPECT_EQ(values(x.grad()), (std::vector<double>{2, 2}));
+    EXPECT_DOUBLE_EQ(seen, 3.0);
+  }
+  EXPECT_TRUE(leaf_w.expired());
+  EXPECT_TRUE(y_w.expired());
+  EXPECT_TRUE(node_w.expired());
+  // the handle dropped first, the graph later: still freed
+  std::weak_ptr<mg::detail::tensor_impl> w;
+  {
+    tensor z;
+    {
+      tensor x = leaf({1.});
+      tensor y = x * 2.0;
+      y.register_hook([y](const tensor& g) { return g; });
+      w = y.impl();
+      z = y * 3.0;
+    }
+    EXPECT_FALSE(w.expired());  // z's graph still needs y's node (and its hook)
+    z.backward(tensor{1.});
+  }
+  EXPECT_TRUE(w.expired());
+}
+
+TEST(Hooks, LongChainWithHooksCapturingUpstreamTensorsIsFreedIteratively) {
+  std::weak_ptr<mg::detail::tensor_impl> first;
+  {
+    tensor x = leaf({1.});
+    tensor y = x * 1.0;
+    first = y.impl();
+    for (int i = 0; i < 200000; ++i) {
+      tensor prev = y;
+      y = prev * 1.0;
+      y.register_hook([prev](const tensor& g) { return g; });
+    }
+  }  // must not overflow the stack
+  EXPECT_TRUE(first.expired());
+}
+
+TEST(Hooks, ReentrantBackwardFromAHook) {
+  tensor x = leaf({2.});
+  tensor y = x * x;
+  double inner = 0;
+  y.register_hook([&](const tensor& g) {
+    mg::enable_grad_guard on;  // hooks run in backward's grad mode (off without create_graph)
+    tensor w = leaf({3.});
+    auto [dw] = std::array<tensor, 1>{mg::autograd::grad({(w * w * w).sum()}, {w})[0]};
+    inner = dw.item<double>();
+    return g;
+  });
+  y.sum().backward();
+  EXPECT_DOUBLE_EQ(inner, 27.0);
+  EXPECT_DOUBLE_EQ(x.grad().item<double>(), 4.0);
+}

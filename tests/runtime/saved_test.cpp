@@ -1,0 +1,267 @@
+// What the graph saves: only what the wanted gradients read, saved-tensor hooks (the seeds'
+// examples), allow_mutation_on_saved_tensors, increment_version; grad and inference modes.
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <metagrad/autograd.hpp>
+#include <metagrad/saved_tensors.hpp>
+#include <metagrad/tensor.hpp>
+
+#include "support/harness_runtime.hpp"
+
+using mg::tensor;
+using mg::tensor_list;
+using mg_test::expect_error;
+
+namespace {
+std::vector<double> values(const tensor& t) {
+  const auto a = t.to_xtensor<double>();
+  return {a.begin(), a.end()};
+}
+}  // namespace
+
+TEST(Saved, AProductSavesOnlyWhatTheWantedGradientReads) {
+  // y = x * c with only x requiring grad saves c, not x: x may then change in place, and is
+  // not kept alive by the graph
+  tensor leaf = tensor{1., 2.}.requires_grad_();
+  tensor c{3., 4.};
+  std::weak_ptr<mg::detail::tensor_impl> xw;
+  tensor y;
+  {
+    tensor x = leaf * 1.0;
+    xw = x.impl();
+    y = x * c;
+    x.mul_(10.0);  // allowed: x's value is not needed by backward
+  }
+  EXPECT_TRUE(xw.expired());
+  y.sum().backward();
+  EXPECT_EQ(values(leaf.grad()), (std::vector<double>{3, 4}));
+  // c is saved: changing it is an error naming the node and the versions
+  tensor y2 = leaf * c;
+  c.add_(1.0);
+  expect_error([&] { y2.sum().backward(); }, {"mul", "version 1", "expected version 0"});
+  // both inputs requiring grad: both saved
+  tensor a = tensor{2.}.requires_grad_();
+  tensor b = tensor{5.}.requires_grad_();
+  tensor ab = a * b;
+  ab.backward(tensor{1.});
+  EXPECT_DOUBLE_EQ(a.grad().item<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(b.grad().item<double>(), 2.0);
+  // a number operand is saved by value; the gradient of x / c reads c only
+  tensor z = leaf / 4.0;
+  z.sum().backward();
+  EXPECT_EQ(values(leaf.grad()), (std::vector<double>{3.25, 4.25}));
+}
+
+TEST(Saved, IncrementVersionInvalidatesSavedTensors) {
+  tensor x = tensor{1., 2.}.requires_grad_();
+  tensor w{3., 4.};
+  tensor y = (x * w).sum();
+  EXPECT_EQ(w.version(), 0u);
+  mg::autograd::increment_version(w);
+  EXPECT_EQ(w.version(), 1u);
+  expect_error([&] { y.backward(); }, {"modified by an in-place operation", "mul"});
+}
+
+TEST(Saved, SecondBackwardNeedsRetainGraph) {
+  tensor x = tensor{1., 2.}.requires_grad_();
+  tensor y = (mg::exp(x)).sum();
+  y.backward();
+  expect_error([&] { y.backward(); }, {"backward through the graph a second time", "exp"});
+}
+
+// Seed (saved_tensors_hooks): with hooks, y = a * b packs a and b; backward unpacks both.
+TEST(SavedHooks, SeedPackAndUnpackEachSavedTensor) {
+  tensor a = mg::ones({5}, {.dtype = mg::f64, .requires_grad = true});
+  tensor b = mg::ones({5}, {.dtype = mg::f64, .requires_grad = true}) * 2.0;
+  std::vector<std::string> log;
+  tensor y;
+  {
+    mg::autograd::saved_tensors_hooks_guard g(
+        [&](const tensor& x) {
+          log.push_back(std::string("pack ") + (x.is_leaf() ? "leaf" : x.grad_fn()->name()));
+          return x;
+        },
+        [&](const tensor& x) {
+          log.push_back("unpack " + std::to_string(x.sum().item<double>()));
+          return x;
+        });
+    y = a * b;
+  }
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0], "pack leaf");
+  EXPECT_EQ(log[1], "pack mul");
+  y.sum().backward();
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_EQ(log[2].substr(0, 6), "unpack");
+  EXPECT_EQ(values(a.grad()), (std::vector<double>(5, 2.0)));
+}
+
+TEST(SavedHooks, PackedValuesOfAnyTypeAndTheInnermostGuardWins) {
+  tensor x = tensor{1., 2., 3.}.requires_grad_();
+  int outer = 0, inner = 0;
+  tensor y;
+  {
+    mg::autograd::saved_tensors_hooks_guard g1(
+        [&](const tensor& t) {
+          ++outer;
+          return t;
+        },
+        [](const tensor& t) { return t; });
+    {
+      // packs into a std::vector<double> and rebuilds the tensor from it
+      mg::autograd::saved_tensors_hooks_guard g2(
+          [&](const tensor& t) {
+            ++inner;
+            return values(t);
+          },
+          [](const std::vector<double>& v) {
+            return tensor{v[0], v[1], v[2]};
+          });
+      y = mg::sin(x);
+    }
+    y = mg::exp(y);  // exp saves its output: packed by g1
+  }
+  EXPECT_EQ(inner, 1);
+  EXPECT_EQ(outer, 1);
+  y.sum().backward();
+  for (int i = 0; i < 3; ++i) {
+    const double v = i + 1.0;
+    EXPECT_NEAR(x.grad().to_xtensor<double>()(i), std::exp(std::sin(v)) * std::cos(v), 1e-12);
+  }
+}
+
+TEST(SavedHooks, OutputsAreSavedWithoutACycle) {
+  std::weak_ptr<mg::autograd::node> n;
+  {
+    mg::autograd::saved_tensors_hooks_guard g([](const tensor& t) { return t; },
+                                              [](const tensor& t) { return t; });
+    tensor x = tensor{1.}.requires_grad_();
+    tensor y = mg::exp(x);  // saves its own output through the hook
+    n = y.grad_fn();
+    y.backward(tensor{1.});
+    EXPECT_NEAR(x.grad().item<double>(), std::exp(1.0), 1e-12);
+  }
+  EXPECT_TRUE(n.expired());
+}
+
+// Seed (disable_saved_tensors_hooks): entering save_on_cpu under it raises with the message.
+TEST(SavedHooks, SeedDisable) {
+  const std::string message = "saved tensors default hooks are disabled";
+  mg::autograd::disable_saved_tensors_hooks_guard d(message);
+  expect_error([] { mg::autograd::save_on_cpu_guard g; }, {message});
+  expect_error(
+      [] {
+        mg::autograd::saved_tensors_hooks_guard g([](const tensor& t) { return t; },
+                                                  [](const tensor& t) { return t; });
+      },
+      {message});
+}
+
+TEST(SavedHooks, SaveOnCpuKeepsCpuTensorsAsTheyAre) {
+  tensor a = mg::randn({5}, {.dtype = mg::f64, .requires_grad = true});
+  tensor b = mg::randn({5}, {.dtype = mg::f64, .requires_grad = true});
+  tensor y;
+  {
+    mg::autograd::save_on_cpu_guard g;
+    y = a * b;
+  }
+  y.sum().backward();
+  EXPECT_EQ(values(a.grad()), values(b));
+  EXPECT_EQ(values(b.grad()), values(a));
+}
+
+// Seed (allow_mutation_on_saved_tensors): b = a.clone(); out = (b**2).sum(); b.sin_();
+// out.sum().backward() gives a.grad = 2 * (the original b).
+TEST(SavedHooks, SeedAllowMutationOnSavedTensors) {
+  mg::autograd::allow_mutation_on_saved_tensors_guard g;
+  tensor a = mg::ones({2, 3}, {.dtype = mg::f64, .requires_grad = true});
+  tensor b = a.clone();
+  tensor out = mg::pow(b, 2.0).sum();
+  b.sin_();
+  EXPECT_NEAR(b.to_xtensor<double>()(0, 0), std::sin(1.0), 1e-15);
+  out.sum().backward();
+  EXPECT_EQ(values(a.grad()), (std::vector<double>(6, 2.0)));
+  expect_error([] { mg::autograd::allow_mutation_on_saved_tensors_guard nested; },
+               {"cannot be nested"});
+}
+
+TEST(SavedHooks, AllowMutationBackwardOutsideTheGuardIsAnError) {
+  tensor a = mg::ones({2}, {.dtype = mg::f64, .requires_grad = true});
+  tensor out;
+  {
+    mg::autograd::allow_mutation_on_saved_tensors_guard g;
+    out = mg::pow(a.clone(), 2.0).sum();
+  }
+  expect_error([&] { out.backward(); }, {"allow_mutation_on_saved_tensors_guard", "ended"});
+}
+
+TEST(Modes, GradModeIsThreadLocal) {
+  EXPECT_TRUE(mg::is_grad_enabled());
+  mg::set_grad_enabled(false);
+  EXPECT_FALSE(mg::is_grad_enabled());
+  bool other = false;
+  std::thread([&] { other = mg::is_grad_enabled(); }).join();
+  EXPECT_TRUE(other);
+  tensor x = tensor{1.}.requires_grad_();
+  EXPECT_FALSE((x * 2.0).requires_grad());
+  {
+    mg::enable_grad_guard on;
+    EXPECT_TRUE((x * 2.0).requires_grad());
+  }
+  mg::set_grad_enabled(true);
+  {
+    mg::no_grad_guard ng;
+    EXPECT_FALSE((x * 2.0).requires_grad());
+  }
+  EXPECT_TRUE((x * 2.0).requires_grad());
+}
+
+TEST(Modes, InferenceMode) {
+  tensor x = tensor{1., 2.}.requires_grad_();
+  tensor i;
+  {
+    mg::inference_mode_guard g;
+    EXPECT_FALSE(mg::is_grad_enabled());
+    EXPECT_TRUE(mg::is_inference_mode_enabled());
+    i = x * 2.0;
+    EXPECT_TRUE(i.is_inference());
+    EXPECT_FALSE(i.requires_grad());
+    i.add_(1.0);  // in place inside inference mode: fine
+  }
+  EXPECT_TRUE(mg::is_grad_enabled());
+  EXPECT_FALSE(x.is_inference());
+  EXPECT_EQ(values(i), (std::vector<double>{3, 5}));
+  expect_error([&] { (void)(x * i); }, {"inference tensor", "saved for backward", "clone()"});
+  expect_error([&] { i.mul_(2.0); }, {"inference tensor", "in place"});
+  // a clone made outside inference mode is a normal tensor
+  tensor n = i.clone();
+  EXPECT_FALSE(n.is_inference());
+  (x * n).sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{3, 5}));
+}
+
+TEST(TensorAutograd, DetachVersionLeafAndRequiresGrad) {
+  tensor x = tensor{1., 2.}.requires_grad_();
+  EXPECT_TRUE(x.is_leaf());
+  tensor y = x * 2.0;
+  EXPECT_FALSE(y.is_leaf());
+  tensor d = y.detach();
+  EXPECT_TRUE(d.is_leaf());
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_EQ(d.version(), y.version());
+  d.add_(1.0);  // shares elements and version counter
+  EXPECT_EQ(y.version(), 1u);
+  EXPECT_EQ(values(y), (std::vector<double>{3, 5}));
+  y.detach_();
+  EXPECT_TRUE(y.is_leaf());
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_FALSE(y.grad_fn());
+  tensor v = x * 1.0;
+  tensor row = v.slice(0, 0, 1);
+  expect_error([&] { row.detach_(); }, {"detach_", "view", "detach()"});
+}
