@@ -6,6 +6,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/expr.hpp
   include/metagrad/function.hpp
   include/metagrad/fuse.hpp
+  include/metagrad/gradcheck.hpp
   include/metagrad/grads.hpp
   include/metagrad/metagrad.hpp
   include/metagrad/ops.hpp

@@ -7,6 +7,7 @@
 #include <metagrad/error.hpp>
 #include <metagrad/function.hpp>
 #include <metagrad/fuse.hpp>
+#include <metagrad/gradcheck.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/ops.hpp>
 #include <metagrad/saved_tensors.hpp>
