@@ -17,11 +17,9 @@ using mg::tensor;
 using mg::tensor_list;
 using mg_test::expect_error;
 
+using mg_test::values;
+
 namespace {
-std::vector<double> values(const tensor& t) {
-  const auto a = t.to_xtensor<double>();
-  return {a.begin(), a.end()};
-}
 tensor leaf(std::initializer_list<double> v) { return tensor(v).requires_grad_(); }
 }  // namespace
 
@@ -36,15 +34,14 @@ TEST(Hooks, SeedTensorHookDoublesTheGradient) {
   EXPECT_EQ(values(v.grad()), (std::vector<double>{3, 3, 3}));  // accumulated, not doubled
 }
 
-// Seed (Node.register_hook): b = a.clone(); b.grad_fn.register_hook(lambda gI, gO: (gO[0] * 2,))
-TEST(Hooks, SeedNodeHookReplacesGradInputs) {
+// The seeds' Node hook examples: b = a.clone(); a hook registered on b.grad_fn doubles the
+// gradient (a.grad is [2, 2, 2]); after handle.remove() it is [1, 1, 1] again.
+template <class Register>
+void expect_doubled_until_removed(Register reg) {
   tensor a = leaf({0., 0., 0.});
   tensor b = a.clone();
   ASSERT_TRUE(b.grad_fn());
-  auto handle = b.grad_fn()->register_hook(
-      [](const tensor_list&, const tensor_list& gO) -> std::optional<tensor_list> {
-        return tensor_list{gO[0] * 2.0};
-      });
+  mg::hook_handle handle = reg(*b.grad_fn());
   b.sum().backward({.retain_graph = true});
   EXPECT_EQ(values(a.grad()), (std::vector<double>{2, 2, 2}));
   handle.remove();
@@ -53,18 +50,23 @@ TEST(Hooks, SeedNodeHookReplacesGradInputs) {
   EXPECT_EQ(values(a.grad()), (std::vector<double>{1, 1, 1}));
 }
 
+// Seed (Node.register_hook): b.grad_fn.register_hook(lambda gI, gO: (gO[0] * 2,))
+TEST(Hooks, SeedNodeHookReplacesGradInputs) {
+  expect_doubled_until_removed([](mg::autograd::node& n) {
+    return n.register_hook(
+        [](const tensor_list&, const tensor_list& gO) -> std::optional<tensor_list> {
+          return tensor_list{gO[0] * 2.0};
+        });
+  });
+}
+
 // Seed (Node.register_prehook): b.grad_fn.register_prehook(lambda gI: (gI[0] * 2,))
 TEST(Hooks, SeedNodePrehookReplacesGradOutputs) {
-  tensor a = leaf({0., 0., 0.});
-  tensor b = a.clone();
-  auto handle = b.grad_fn()->register_prehook(
-      [](const tensor_list& gI) -> std::optional<tensor_list> { return tensor_list{gI[0] * 2.0}; });
-  b.sum().backward({.retain_graph = true});
-  EXPECT_EQ(values(a.grad()), (std::vector<double>{2, 2, 2}));
-  handle.remove();
-  a.set_grad(tensor{});
-  b.sum().backward({.retain_graph = true});
-  EXPECT_EQ(values(a.grad()), (std::vector<double>{1, 1, 1}));
+  expect_doubled_until_removed([](mg::autograd::node& n) {
+    return n.register_prehook([](const tensor_list& gI) -> std::optional<tensor_list> {
+      return tensor_list{gI[0] * 2.0};
+    });
+  });
 }
 
 TEST(Hooks, OrderIsTensorHooksRetainGradPrehooksNodePosthooks) {

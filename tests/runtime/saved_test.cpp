@@ -17,12 +17,7 @@ using mg::tensor;
 using mg::tensor_list;
 using mg_test::expect_error;
 
-namespace {
-std::vector<double> values(const tensor& t) {
-  const auto a = t.to_xtensor<double>();
-  return {a.begin(), a.end()};
-}
-}  // namespace
+using mg_test::values;
 
 TEST(Saved, AProductSavesOnlyWhatTheWantedGradientReads) {
   // y = x * c with only x requiring grad saves c, not x: x may then change in place, and is

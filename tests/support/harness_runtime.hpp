@@ -207,4 +207,10 @@ void expect_error(F&& f, std::initializer_list<std::string> parts) {
   }
 }
 
+// The elements of t, in order, as doubles.
+inline std::vector<double> values(const mg::tensor& t) {
+  const auto a = t.to_xtensor<double>();
+  return {a.begin(), a.end()};
+}
+
 }  // namespace mg_test
