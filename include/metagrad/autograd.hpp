@@ -152,33 +152,29 @@ hook_handle register_multi_grad_hook(const tensor_list& tensors, F fn) {
     if (const auto l = st.leaves[j].lock()) return l->grad_accumulator.lock().get();
     return st.nodes[j].lock().get();
   };
-  hook_handle all;
+  hook_handle all;  // the state lives as long as any of its hooks
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    std::weak_ptr<state> w = s;
-    auto h = [w, i, node_of](const tensor& g) {
-      const auto st = w.lock();
+    auto h = [s, i, node_of](const tensor& g) {
       const detail::graph_task* task = detail::current_task();
-      if (!st || !task) return tensor{};
+      if (!task) return tensor{};
       tensor_list ready;
       {
-        std::lock_guard lock(st->m);
-        auto& p = st->tasks[task->id];
+        std::lock_guard lock(s->m);
+        auto& p = s->tasks[task->id];
         if (p.count == 0) {
-          p.grads.assign(st->leaves.size(), tensor{});
-          for (std::size_t j = 0; j < st->leaves.size(); ++j)
-            if (const auto* n = node_of(*st, j); n && detail::will_execute(*task, n)) ++p.expected;
+          p.grads.assign(s->leaves.size(), tensor{});
+          for (std::size_t j = 0; j < s->leaves.size(); ++j)
+            if (const auto* n = node_of(*s, j); n && detail::will_execute(*task, n)) ++p.expected;
         }
         p.grads[i] = g;
         if (++p.count < p.expected) return tensor{};
         ready = std::move(p.grads);
-        st->tasks.erase(task->id);
+        s->tasks.erase(task->id);
       }
-      st->fn(ready);
+      s->fn(ready);
       return tensor{};
     };
-    // the state lives as long as any of its hooks
-    auto keep = [s, h](const tensor& g) { return h(g); };
-    detail::hook_access::join(all, tensors[i].register_hook(keep));
+    detail::hook_access::join(all, tensors[i].register_hook(h));
   }
   return all;
 }

@@ -199,7 +199,8 @@ TEST(RuntimeErrors, MessagesNameTheOpShapesAndFix) {
   expect_error([&] { (void)(a + b); }, {"add", "[2,3]", "[4]", "broadcast"});
   expect_error([&] { (void)(a * mg::ones({3, 3})); }, {"mul", "[2,3]", "[3,3]"});
   expect_error([&] { (void)mg::matmul(a, a); }, {"matmul", "[2,3]", "inner dimensions 3 and 2"});
-  expect_error([&] { (void)mg::matmul(a, b); }, {"matmul", "[2,3]", "[4]", "inner dimensions 3 and 4"});
+  expect_error([&] { (void)mg::matmul(a, b); },
+               {"matmul", "[2,3]", "[4]", "inner dimensions 3 and 4"});
   expect_error([&] { (void)a.item<double>(); }, {"item", "[2,3]", "6 elements"});
   expect_error([&] { (void)a.sum(2); }, {"sum", "dim 2", "[2,3]"});
   expect_error([&] { (void)mg::sum(a, -3); }, {"sum", "dim -3"});

@@ -104,8 +104,11 @@ TEST(ShapeErrors, NameTheOpAndTheFix) {
   mg_test::expect_error([&] { (void)x[2]; }, {"select", "index 2", "-2 to 1"});
   mg_test::expect_error([&] { (void)mg::slice(x, 1, 0, 2, 0); }, {"slice", "step"});
   mg_test::expect_error([&] { (void)mg::matmul(x, x); }, {"matmul", "[2,3]", "inner"});
-  mg_test::expect_error([&] { (void)mg::matmul(iota({2, 2, 3}), iota({3, 3, 2})); },
-                        {"matmul", "batch"});
+  mg_test::expect_error(
+      [&] {
+        (void)mg::matmul(iota({2, 2, 3}), iota({3, 3, 2}));
+      },
+      {"matmul", "batch"});
   mg_test::expect_error([&] { (void)mg::matmul(x, x.to(mg::f32)); }, {"matmul", "f64", "f32"});
   mg_test::expect_error([&] { (void)mg::dot(iota({3}), iota({4})); }, {"dot", "lengths 3 and 4"});
   mg_test::expect_error([&] { (void)mg::dot(x, x); }, {"dot", "1-D"});

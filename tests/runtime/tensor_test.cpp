@@ -156,7 +156,7 @@ TEST(Tensor, NumbersTakeTheFloatingOperandsDtype) {
 
 TEST(Tensor, TypePromotionFollowsTorch) {
   const mg::tensor f{1.0f, 2.0f}, d = mg::tensor(3.0), i = mg::tensor{1.0, 2.0}.to(mg::i64),
-                   b = f > 1.5f;
+                                  b = f > 1.5f;
   EXPECT_EQ((f + d).dtype(), mg::f32);  // a 0-d tensor of the same category does not promote
   EXPECT_EQ((f + f.to(mg::f64)).dtype(), mg::f64);
   EXPECT_EQ((i + 2).dtype(), mg::i64);  // integers stay integers

@@ -287,9 +287,9 @@ TEST(DeviceTensor, InPlaceUnderNoGrad) {
 TEST(DeviceTensor, WorkRunsInTheBackend) {
   const mg::detail::backend* real = &mg::detail::backend_of(cuda, "test");
   spy::real = real;
-  const mg::detail::backend counting{"spy",         real->allocate,  real->release, real->to_host,
+  const mg::detail::backend counting{"spy",           real->allocate, real->release, real->to_host,
                                      real->from_host, &spy::on_fill,  &spy::on_copy, &spy::on_sum,
-                                     real->prod,    real->max,       real->min};
+                                     real->prod,      real->max,      real->min};
   mg::detail::register_backend(cuda, &counting);
   op_spy<mg::exp_op>::install();
   op_spy<mg::mul_op>::install();

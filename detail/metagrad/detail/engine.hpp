@@ -434,7 +434,7 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
       }
       if (--cs.deps == 0) {
         if (task.has_targets && !(cs.flags & node_table::need)) continue;
-        if (!task.buffer_of.count(e.function.get())) buffer(e.function);
+        buffer(e.function);  // a node reached without a gradient still runs (its hooks see it)
         ready.emplace(e.function->sequence_nr, e.function.get());
       }
     }

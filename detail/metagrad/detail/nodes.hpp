@@ -254,9 +254,12 @@ inline void accumulate_into(tensor_impl& t, const impl_ptr& g) {
   }
 }
 
-// Accumulations into one leaf from several threads (independent graphs sharing parameters)
-// are serialised, as torch's are.
-inline std::mutex& accumulation_mutex(const void* p) {
+// Striped mutexes keyed by an object's address, one family per Kind: accumulations into one
+// leaf from several threads (graphs sharing parameters) are serialised, as torch's are, and so
+// is the creation of a leaf's grad accumulator. Two families: an accumulation may record ops
+// (create_graph) and so create an accumulator.
+template <int Kind>
+std::mutex& striped_mutex(const void* p) {
   static std::array<std::mutex, 64> m;
   return m[(reinterpret_cast<std::uintptr_t>(p) >> 4) % m.size()];
 }
@@ -274,7 +277,7 @@ struct accumulate_grad : graph_node {
   std::span<edge> next_edges() override { return {}; }
   std::span<tensor_meta> outputs() override { return {&meta, 1}; }
   void apply(std::span<impl_ptr> grads, std::span<impl_ptr>) override {
-    std::lock_guard lock(accumulation_mutex(leaf.get()));
+    std::lock_guard lock(striped_mutex<0>(leaf.get()));
     accumulate_into(*leaf, grads[0]);
   }
   void surrender_extra() override {
@@ -283,17 +286,12 @@ struct accumulate_grad : graph_node {
   }
 };
 
-inline std::mutex& accumulator_mutex(const void* p) {
-  static std::array<std::mutex, 64> m;
-  return m[(reinterpret_cast<std::uintptr_t>(p) >> 4) % m.size()];
-}
-
 inline edge gradient_edge(const impl_ptr& t) {
   if (!t) return {};
   refresh_view(*t);
   if (t->grad_fn) return {t->grad_fn, t->output_nr};
   if (!t->requires_grad) return {};
-  std::lock_guard lock(accumulator_mutex(t.get()));
+  std::lock_guard lock(striped_mutex<1>(t.get()));
   auto acc = t->grad_accumulator.lock();
   if (!acc) {
     acc = make_node<accumulate_grad>(t);
