@@ -4,40 +4,53 @@
 //   <metagrad/ops/>): exactly what a built-in op does (detail::call): an elementwise F runs as one
 //   kernel from its struct on the tensors' device, and its node's backward is one fused kernel
 //   (Note [One formula]). The same struct also works in the static engine.
-// - `mg::apply<F>(x...)` with an `mg::Function` F: torch.autograd.Function as a struct with
-//   `static mg::tensor forward(mg::context&, const mg::tensor&...)` and
-//   `static mg::tensor_list backward(mg::context&, const mg::tensor_list&)`.
+// - `mg::apply<F>(args...)` with an `mg::Function` F: torch.autograd.Function as a struct of
+//   static functions (forward, backward or vjp, optionally setup_context and jvp) sharing an
+//   mg::context (<metagrad/context.hpp>).
 //
 // A struct that is neither is rejected at compile time with one sentence naming what is missing.
 #pragma once
 
-#include <array>
-#include <concepts>
 #include <cstddef>
 #include <memory>
+#include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <metagrad/autograd.hpp>
 #include <metagrad/concepts.hpp>
-#include <metagrad/detail/nodes.hpp>
+#include <metagrad/context.hpp>
+#include <metagrad/detail/forward_ad.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {
 
-class context;
-
 namespace detail {
+// The context type of Function F: mg::context_with<F::state> if F declares a state type.
+template <class F>
+struct context_type {
+  using type = context;
+};
+template <class F>
+requires requires { typename F::state; }
+struct context_type<F> {
+  using type = context_with<typename F::state>;
+};
+template <class F>
+using context_for = typename context_type<F>::type;
+
 template <std::size_t>
 using tensor_arg = const tensor&;
 
 template <class F, std::size_t... I>
-concept function_forward_takes = requires(context& ctx, tensor_arg<I>... x) {
-  { F::forward(ctx, x...) } -> std::convertible_to<tensor>;
+concept function_forward_takes = requires(context_for<F>& ctx, tensor_arg<I>... x) {
+  F::forward(ctx, x...);
 };
 
-// The number of inputs of Function F: the smallest N in 1..6 that its forward takes.
+// The number of tensors the forward of Function F takes when probed with tensors only (1..6;
+// 0 if none): how apply tells a Function from a ctx-free op before it sees the arguments.
 template <class F>
 constexpr std::size_t function_arity() {
   return []<std::size_t... N>(std::index_sequence<N...>) {
@@ -55,22 +68,348 @@ constexpr std::size_t function_arity() {
 }
 
 template <class F>
-concept function_backward_ok = requires(context& ctx, const tensor_list& g) {
-  { F::backward(ctx, g) } -> std::convertible_to<tensor_list>;
+concept function_has_backward = requires(context_for<F>& ctx, const tensor_list& g) {
+  F::backward(ctx, g);
 };
+template <class F>
+concept has_vjp = requires(context_for<F>& ctx, const tensor_list& g) {
+  F::vjp(ctx, g);
+};
+template <class F>
+concept has_jvp = requires(context_for<F>& ctx, const tensor_list& t) {
+  F::jvp(ctx, t);
+};
+template <class F>
+concept has_setup_context = requires {
+  &F::setup_context;
+};
+template <class F>
+concept function_backward_ok = function_has_backward<F> || has_vjp<F>;
+
+template <class F, class... A>
+concept function_forward_ok = requires(context_for<F>& ctx, const A&... a) {
+  F::forward(ctx, a...);
+}
+|| (has_setup_context<F> && requires(const A&... a) { F::forward(a...); });
 
 // Does F look like an mg::Function rather than a ctx-free op? A forward callable on numbers
 // makes it a ctx-free op; that is checked first, since probing a generic forward with a context
 // would instantiate its body.
 template <class F>
-concept function_like = (op_arity<F>() == 0) &&
-                        ((function_arity<F>() > 0) || function_backward_ok<F>);
+concept function_like = (op_arity<F>() == 0) && ((function_arity<F>() > 0) ||
+                                                 function_backward_ok<F> || has_setup_context<F>);
 
-struct function_node_base;
-struct function_access;
+template <class F>
+constexpr bool once_differentiable_v = requires {
+  requires static_cast<bool>(F::once_differentiable);
+};
+
+// Entry points call this so a malformed Function is reported in one sentence.
+template <class F>
+constexpr void diagnose_function() {
+  static_assert(function_backward_ok<F>,
+                "metagrad: an mg::Function needs static mg::tensor_list "
+                "backward(mg::context&, const mg::tensor_list&) (or vjp) returning one gradient "
+                "per differentiable input");
+}
+
+template <class T>
+inline constexpr bool is_tensor_tuple_v = false;
+template <class... T>
+inline constexpr bool is_tensor_tuple_v<std::tuple<T...>> = (std::same_as<T, tensor> && ...);
+
+// What forward or backward returned, as a list.
+template <class R>
+tensor_list as_tensor_list(R&& r) {
+  using T = std::remove_cvref_t<R>;
+  if constexpr (std::is_convertible_v<T, tensor> && !std::same_as<T, tensor_list>) {
+    return tensor_list{tensor(std::forward<R>(r))};
+  } else if constexpr (std::same_as<T, tensor_list>) {
+    return std::forward<R>(r);
+  } else {
+    static_assert(is_tensor_tuple_v<T>,
+                  "metagrad: an mg::Function's forward, backward and jvp return an mg::tensor, "
+                  "an mg::tensor_list or a std::tuple of mg::tensor");
+    return std::apply([](const auto&... t) { return tensor_list{t...}; }, r);
+  }
+}
+// ... and back in forward's type.
+template <class R>
+R from_tensor_list(const tensor_list& outs) {
+  if constexpr (std::same_as<R, tensor>) {
+    return outs[0];
+  } else if constexpr (std::same_as<R, tensor_list>) {
+    return outs;
+  } else {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return R{outs[I]...}; }
+    (std::make_index_sequence<std::tuple_size_v<R>>{});
+  }
+}
+
+template <class A>
+void append_differentiable(tensor_list& out, const A& a) {
+  if constexpr (std::same_as<A, tensor> || std::same_as<A, tensor_list>) append_tensors(out, a);
+}
+
+inline bool contains_impl(const tensor_list& l, const impl_ptr& p) {
+  for (const auto& t : l)
+    if (t.impl() == p) return true;
+  return false;
+}
+
+// The node recorded over the result of a once_differentiable backward that was asked to be
+// differentiable (torch's DelayedError): differentiating through it throws.
+struct delayed_error_node : graph_node {
+  std::string function;
+  std::vector<edge> next;
+  std::vector<tensor_meta> meta;
+  const char* name() const override { return "once_differentiable"; }
+  std::span<edge> next_edges() override { return next; }
+  std::span<tensor_meta> outputs() override { return meta; }
+  void apply(std::span<impl_ptr>, std::span<impl_ptr>) override {
+    fail(function,
+         ": its backward is once_differentiable, so it cannot be differentiated again (double "
+         "backward reached it); remove `once_differentiable` and write backward with mg ops to "
+         "differentiate it twice");
+  }
+};
+
+struct function_node_base : graph_node {
+  std::vector<edge> next;
+  std::vector<tensor_meta> meta;
+  std::vector<saved_variable> saved_values;
+  std::span<edge> next_edges() override { return next; }
+  std::span<tensor_meta> outputs() override { return meta; }
+  std::span<saved_variable> saved() override { return saved_values; }
+  bool wants_undefined() const override { return true; }
+};
+
+template <class F>
+struct function_node : function_node_base {
+  context_for<F> ctx;
+  const char* name() const override { return op_name<F>(); }
+  void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override;
+};
+
+// Runs an mg::Function: forward, its node, its outputs, backward (the parts of apply that need
+// the context's internals).
+struct function_access {
+  template <class F>
+  static tensor_list call_backward(context_for<F>& ctx, const tensor_list& g) {
+    if constexpr (function_has_backward<F>) {
+      return as_tensor_list(F::backward(ctx, g));
+    } else {
+      return as_tensor_list(F::vjp(ctx, g));
+    }
+  }
+
+  template <class F>
+  static void backward(function_node<F>& n, std::span<impl_ptr> grads, std::span<impl_ptr> out) {
+    auto& ctx = n.ctx;
+    tensor_list g(grads.size());
+    for (std::size_t k = 0; k < grads.size(); ++k) {
+      if (grads[k]) {
+        g[k] = tensor(std::move(grads[k]));
+      } else if (ctx.materialize_) {
+        const tensor_meta& m = n.meta[k];
+        g[k] = zeros(m.shape, {.dtype = m.dtype, .device = m.device});
+      }
+    }
+    tensor_list gs;
+    if constexpr (once_differentiable_v<F>) {
+      const bool differentiable = grad_mode();
+      {
+        grad_mode_guard off(false);
+        gs = call_backward<F>(ctx, g);
+      }
+      bool any = false;
+      for (const auto& t : g) any = any || (t.defined() && t.requires_grad());
+      if (differentiable && any) wrap_delayed_error(gs, g, n.name());
+    } else {
+      gs = call_backward<F>(ctx, g);
+    }
+    const std::size_t D = n.next.size();
+    bool extra = false;
+    for (std::size_t i = D; i < gs.size(); ++i) extra = extra || gs[i].defined();
+    if (gs.size() < D || extra)
+      fail(n.name(), ": backward returned ", gs.size(), " gradient(s) but forward took ", D,
+           " differentiable input(s) (tensors, and the elements of tensor lists); return one "
+           "gradient per differentiable input (an undefined mg::tensor{} for an input without "
+           "one)");
+    for (std::size_t i = 0; i < D; ++i)
+      if (n.next[i] && gs[i].defined()) out[i] = gs[i].impl();
+  }
+
+  static void wrap_delayed_error(tensor_list& gs, const tensor_list& g, const char* function) {
+    tensor_list in, outs;
+    for (const auto& t : g)
+      if (t.defined() && t.requires_grad()) in.push_back(t);
+    std::vector<std::size_t> where;
+    for (std::size_t i = 0; i < gs.size(); ++i)
+      if (gs[i].defined() && is_floating(gs[i].dtype())) {
+        gs[i] = tensor(alias_of(*gs[i].impl()));
+        outs.push_back(gs[i]);
+      }
+    if (outs.empty()) return;
+    auto e = make_node<delayed_error_node>();
+    e->function = function;
+    e->next.resize(in.size());
+    e->meta.resize(outs.size());
+    record_node(e, in, outs);
+  }
+
+  template <class F, class... A>
+  static auto run(const A&... args) {
+    using Ctx = context_for<F>;
+    tensor_list inputs;
+    (append_differentiable(inputs, args), ...);
+    bool any = false;
+    for (const auto& t : inputs) any = any || (t.defined() && t.requires_grad());
+    const bool record = grad_mode() && any;
+    auto n = make_node<function_node<F>>();
+    Ctx& ctx = n->ctx;
+    ctx.name_ = op_name<F>();
+    ctx.needs_.resize(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      ctx.needs_[i] = record && inputs[i].defined() && inputs[i].requires_grad();
+    constexpr bool split = !requires(Ctx & c) { F::forward(c, args...); };
+    auto result = [&] {
+      grad_mode_guard off(false);
+      if constexpr (split) {
+        return F::forward(args...);
+      } else {
+        return F::forward(ctx, args...);
+      }
+    }();
+    using R = std::remove_cvref_t<decltype(result)>;
+    tensor_list outs = as_tensor_list(std::move(result));
+    for (std::size_t k = 0; k < outs.size(); ++k)
+      if (!outs[k].defined())
+        fail(ctx.name_, ": forward returned an undefined tensor as output ", k,
+             "; return defined tensors only");
+    if constexpr (split) {
+      grad_mode_guard off(false);
+      if constexpr (requires { F::setup_context(ctx, inputs, outs); }) {
+        F::setup_context(ctx, inputs, outs);
+      } else {
+        static_assert(
+            requires { F::setup_context(ctx, std::forward_as_tuple(args...), outs); },
+            "metagrad: setup_context takes (ctx, const mg::tensor_list& inputs, const "
+            "mg::tensor_list& outputs) or (ctx, const std::tuple<const A&...>& args, outputs)");
+        F::setup_context(ctx, std::forward_as_tuple(args...), outs);
+      }
+    }
+    tensor_list tangents;
+    if (forward_ad_active()) tangents = output_tangents<F>(ctx, inputs, outs);
+    finish(*n, n, inputs, outs, record);
+    for (std::size_t k = 0; k < tangents.size(); ++k)
+      if (tangents[k].defined()) set_tangent(outs[k].impl(), tangents[k], ctx.name_, k);
+    return from_tensor_list<R>(outs);
+  }
+
+  // The outputs' tangents from F::jvp, when an input has one (forward-mode AD).
+  template <class F>
+  static tensor_list output_tangents(context_for<F>& ctx, const tensor_list& inputs,
+                                     const tensor_list& outs) {
+    tensor_list t(inputs.size());
+    bool any = false;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].defined()) {
+        t[i] = tangent_of(*inputs[i].impl());
+        any = any || t[i].defined();
+      }
+    if (!any) return {};
+    if constexpr (has_jvp<F>) {
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i].defined() && !t[i].defined() && is_floating(inputs[i].dtype()))
+          t[i] =
+              zeros(inputs[i].shape(), {.dtype = inputs[i].dtype(), .device = inputs[i].device()});
+      tensor_list r = as_tensor_list(F::jvp(ctx, t));
+      if (r.size() != outs.size())
+        fail(ctx.name_, ": jvp returned ", r.size(), " tangent(s) for ", outs.size(),
+             " output(s); return one tangent per output");
+      ctx.for_forward_.clear();
+      return r;
+    } else {
+      fail(ctx.name_,
+           ": an input has a forward-mode tangent (mg::forward_ad::make_dual) but the Function "
+           "has no static jvp(mg::context&, const mg::tensor_list& tangents); define it");
+    }
+  }
+
+  // Connects the node (when recording), gives outputs their handles, saves what was asked.
+  template <class F>
+  static void finish(function_node<F>& n, const std::shared_ptr<graph_node>& self,
+                     const tensor_list& inputs, tensor_list& outs, bool record) {
+    auto& ctx = n.ctx;
+    const char* name = ctx.name_;
+    for (const auto& d : ctx.dirty_) {
+      if (!contains_impl(inputs, d.impl()))
+        fail(name, ": mark_dirty was given a tensor (shape ", shape_string(d.shape()),
+             ") that is not an input of forward; mark only inputs modified in place");
+      if (!contains_impl(outs, d.impl()))
+        fail(name, ": mark_dirty was given an input (shape ", shape_string(d.shape()),
+             ") that forward did not return; return every input it modifies in place");
+    }
+    for (const auto& t : ctx.non_differentiable_)
+      if (!contains_impl(outs, t.impl()))
+        fail(name, ": mark_non_differentiable was given a tensor (shape ", shape_string(t.shape()),
+             ") that forward did not return; mark only outputs");
+    std::vector<bool> diff(outs.size());
+    const tensor_list returned = outs;
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      const impl_ptr o = outs[k].impl();
+      diff[k] = is_floating(o->dtype()) && !contains_impl(ctx.non_differentiable_, o);
+      if (contains_impl(ctx.dirty_, o)) {
+        if (record && o->requires_grad && !o->grad_fn)
+          fail(name,
+               ": forward modified in place (mark_dirty) a leaf tensor that requires grad "
+               "(shape ",
+               shape_string(o->shape),
+               "); pass a clone() of it, or apply the function under mg::no_grad_guard");
+        if (record && o->is_view)
+          fail(name, ": mark_dirty of a view (shape ", shape_string(o->shape),
+               ") is not supported; modify the tensor it views, or a clone()");
+        ++o->store->version;  // See Note [Version counter]
+      } else {
+        // a fresh handle: an input returned as is keeps its own history
+        outs[k] = tensor(alias_of(*o));
+      }
+    }
+    if (record) {
+      n.next.resize(inputs.size());
+      n.meta.resize(outs.size());
+      record_node(self, inputs, outs);
+      for (std::size_t k = 0; k < outs.size(); ++k)
+        if (!diff[k]) outs[k].impl()->grad_fn = nullptr;
+      n.saved_values.resize(ctx.to_save_.size());
+      for (std::size_t i = 0; i < ctx.to_save_.size(); ++i) {
+        const impl_ptr& t = ctx.to_save_[i].impl();
+        if (!t) continue;
+        std::size_t k = 0;
+        while (k < returned.size() && returned[k].impl() != t) ++k;
+        if (k < returned.size())
+          n.saved_values[i].save(outs[k].impl(), diff[k], true, name);
+        else
+          n.saved_values[i].save(t, false, true, name);
+      }
+      ctx.node_ = &n;
+      ctx.saved_ = &n.saved_values;
+      ctx.to_save_.clear();
+    }
+    ctx.for_forward_.clear();
+    ctx.dirty_.clear();
+    ctx.non_differentiable_.clear();
+  }
+};
+
+template <class F>
+void function_node<F>::apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) {
+  function_access::backward(*this, grads, out);
+}
 }  // namespace detail
 
-/// A torch.autograd.Function as a struct of two static functions:
+/// A torch.autograd.Function as a struct of static functions:
 /// ```cpp
 /// struct my_exp {
 ///   static mg::tensor forward(mg::context& ctx, const mg::tensor& x) {
@@ -82,172 +421,52 @@ struct function_access;
 /// };
 /// static_assert(mg::Function<my_exp>);
 /// ```
+/// - `forward(ctx, args...)` takes tensors, lists of tensors (`mg::tensor_list`) and any other
+///   values (numbers, options: not differentiable), and returns an `mg::tensor`, an
+///   `mg::tensor_list` or a `std::tuple` of tensors (several outputs). It runs without
+///   recording. The split form: `forward(args...)` without a context, plus
+///   `static void setup_context(ctx, const mg::tensor_list& inputs, const mg::tensor_list&
+///   outputs)` (inputs: the tensors, lists flattened) or `setup_context(ctx, const
+///   std::tuple<const A&...>& args, outputs)` (every argument, typed).
+/// - `backward(ctx, const mg::tensor_list& grad_outputs)` (or `vjp`) returns one gradient per
+///   differentiable input: each tensor argument, each element of a list argument, in order
+///   (undefined for none; extra trailing undefined gradients are ignored). It runs recorded
+///   under `create_graph`, so a backward written with mg ops differentiates again.
+/// - `jvp(ctx, const mg::tensor_list& tangents)` (optional): forward-mode AD, one tangent per
+///   output from one per differentiable input (zeros for an input without one).
+/// - `static constexpr bool once_differentiable = true;` runs backward without recording;
+///   differentiating its result again throws an mg::error naming the function.
+/// - Non-tensor state: declare `struct state {...};` and take `mg::context_with<state>&`.
 template <class F>
-concept Function = (detail::op_arity<F>() == 0) &&
-                   (detail::function_arity<F>() > 0) && detail::function_backward_ok<F>;
+concept Function = (detail::op_arity<F>() == 0) && detail::function_backward_ok<F>;
 
-/// What `forward` passes to `backward` of an `mg::Function`.
-class context {
- public:
-  context() = default;
-  context(const context&) = delete;
-  context& operator=(const context&) = delete;
-
-  /// Keeps tensors for backward (call once, in forward); their versions are checked on use.
-  template <class... T>
-  requires(std::same_as<std::remove_cvref_t<T>, tensor>&&...) void save_for_backward(
-      const T&... t) {
-    to_save_ = {t...};
-  }
-
-  /// The tensors given to save_for_backward, for structured bindings: `auto [x, y] =
-  /// ctx.saved_tensors<2>();`. Throws if N differs from the number saved, if they were freed
-  /// (a second backward without retain_graph) or modified in place since.
-  template <std::size_t N>
-  std::array<tensor, N> saved_tensors() const;
-
-  /// Does input i need a gradient? (Backward may return an undefined tensor for it if not.)
-  bool needs_input_grad(std::size_t i) const { return i < needs_.size() && needs_[i]; }
-
-  /// Declares an output as not differentiable: it will not require grad.
-  void mark_non_differentiable(const tensor& t) { non_differentiable_.push_back(t.impl()); }
-
- private:
-  friend struct detail::function_node_base;
-  friend struct detail::function_access;
-
-  [[noreturn]] void fail_count(std::size_t n) const {
-    detail::fail(name_, ": saved_tensors<", n, ">() but save_for_backward saved ",
-                 node_ ? node_->saved().size() : to_save_.size(),
-                 " tensor(s); ask for as many as were saved");
-  }
-
-  detail::graph_node* node_ = nullptr;
-  const char* name_ = "Function";
-  std::vector<bool> needs_;
-  tensor_list to_save_;
-  std::vector<detail::impl_ptr> non_differentiable_;
-};
-
-namespace detail {
-struct function_node_base : graph_node {
-  context ctx;
-  std::vector<saved_variable> saved_values;
-  std::span<saved_variable> saved() override { return saved_values; }
-};
-
-template <class F, std::size_t N>
-struct function_node : function_node_base {
-  std::array<edge, N> next;
-  tensor_meta meta;
-  const char* name() const override { return op_name<F>(); }
-  std::span<edge> next_edges() override { return next; }
-  std::span<tensor_meta> outputs() override { return {&meta, 1}; }
-
-  void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override {
-    if (!grads[0]) return;
-    const tensor_list gs = F::backward(ctx, tensor_list{tensor(std::move(grads[0]))});
-    if (gs.size() != N)
-      fail(name(), ": backward returned ", gs.size(), " gradient(s) but forward took ", N,
-           " input(s); return one gradient per input (an undefined mg::tensor{} for an input "
-           "without one)");
-    for (std::size_t i = 0; i < N; ++i)
-      if (next[i]) out[i] = gs[i].impl();
-  }
-};
-
-// Runs an mg::Function's forward and records its node (the part of apply that needs context's
-// internals).
-struct function_access {
-  template <class F, class... A>
-  static tensor run(const A&... x) {
-    constexpr std::size_t N = sizeof...(A);
-    const bool record = grad_mode() && (x.requires_grad() || ...);
-    auto n = make_node<function_node<F, N>>();
-    context& ctx = n->ctx;
-    ctx.name_ = op_name<F>();
-    if (record)
-      for (const tensor* t : {&x...}) ctx.needs_.push_back(t->requires_grad());
-    tensor out;
-    {
-      grad_mode_guard off(false);
-      out = F::forward(ctx, x...);
-    }
-    if (!out.defined()) fail(ctx.name_, ": forward returned an undefined tensor");
-    if (!record) return out;
-    // A fresh handle on the output's elements, so that an input returned as is keeps its own
-    // history; saved tensors that are the output are saved without a strong reference to this
-    // node (Note [Graph ownership]).
-    tensor y(alias_of(*out.impl()));
-    for (const auto& t : ctx.non_differentiable_)
-      if (t == out.impl()) return y;
-    record_node(n, std::array<tensor, N>{x...}, std::array<tensor, 1>{y});
-    n->saved_values.resize(ctx.to_save_.size());
-    for (std::size_t i = 0; i < ctx.to_save_.size(); ++i) {
-      const auto& t = ctx.to_save_[i].impl();
-      n->saved_values[i].save(t == out.impl() ? y.impl() : t, t == out.impl(), true, ctx.name_);
-    }
-    ctx.to_save_.clear();
-    ctx.non_differentiable_.clear();
-    ctx.node_ = n.get();
-    return y;
-  }
-};
-
-// Entry points call this so a malformed Function is reported in one sentence.
-template <class F>
-constexpr void diagnose_function() {
-  if constexpr (function_arity<F>() == 0) {
-    static_assert(function_arity<F>() > 0,
-                  "metagrad: an mg::Function needs static mg::tensor forward(mg::context&, const "
-                  "mg::tensor&...) taking 1 to 6 tensors");
-  } else {
-    static_assert(
-        function_backward_ok<F>,
-        "metagrad: an mg::Function needs static mg::tensor_list "
-        "backward(mg::context&, const mg::tensor_list&) returning one gradient per input");
-  }
-}
-}  // namespace detail
-
-template <std::size_t N>
-std::array<tensor, N> context::saved_tensors() const {
-  if (!node_) {
-    if (to_save_.size() != N) fail_count(N);
-    std::array<tensor, N> r;
-    for (std::size_t i = 0; i < N; ++i) r[i] = to_save_[i];
-    return r;
-  }
-  const auto saved = node_->saved();
-  if (saved.size() != N) fail_count(N);
-  std::array<tensor, N> r;
-  for (std::size_t i = 0; i < N; ++i) r[i] = tensor(saved[i].unpack(node_, name_));
-  return r;
-}
-
-/// Applies a custom op to tensors, recording one node:
+/// Applies a custom op, recording one node:
 /// ```cpp
-/// auto y = mg::apply<my_exp>(x);     // an mg::Function
-/// auto z = mg::apply<softplus>(x);   // a ctx-free op (mg::StaticOp): also in the static engine
+/// auto y = mg::apply<my_exp>(x);          // an mg::Function
+/// auto [s, i] = mg::apply<sort_op>(x);    // a Function with two outputs (a std::tuple)
+/// auto z = mg::apply<softplus>(x);        // a ctx-free op (mg::StaticOp): also in the static
+/// engine
 /// ```
 template <class F, class... A>
-requires(std::same_as<A, tensor>&&...) tensor apply(const A&... x) {
-  constexpr std::size_t N = sizeof...(A);
+auto apply(const A&... args) {
   if constexpr (detail::function_like<F>) {
     detail::diagnose_function<F>();
     if constexpr (Function<F>) {
-      static_assert(detail::function_arity<F>() == N,
-                    "metagrad: apply<F> got a different number of tensors than F::forward takes");
-      return detail::function_access::run<F>(x...);
+      static_assert(detail::function_forward_ok<F, A...>,
+                    "metagrad: apply<F>(args...) cannot call F::forward(ctx, args...) (nor "
+                    "F::forward(args...) with F::setup_context): check its parameter types");
+      return detail::function_access::run<F>(args...);
     } else {
       return tensor{};
     }
   } else {
     detail::diagnose_static_op<F>();
+    static_assert((std::same_as<A, tensor> && ...),
+                  "metagrad: a ctx-free op (mg::StaticOp) is applied to mg::tensor arguments");
     if constexpr (StaticOp<F>) {
-      static_assert(detail::op_arity<F>() == N,
+      static_assert(detail::op_arity<F>() == sizeof...(A),
                     "metagrad: apply<F> got a different number of tensors than F::forward takes");
-      return detail::call(F{}, x...);
+      return detail::call(F{}, args...);
     } else {
       return tensor{};
     }

@@ -59,7 +59,8 @@ struct tensor_impl {
   std::shared_ptr<graph_node> grad_fn;
   std::weak_ptr<graph_node> grad_accumulator;  // leaves: See Note [Graph ownership]
   std::shared_ptr<tensor_impl> grad;
-  std::shared_ptr<hook_set> hooks;  // leaves: their tensor hooks (run by the grad accumulator)
+  std::shared_ptr<hook_set> hooks;       // leaves: their tensor hooks (run by the grad accumulator)
+  std::shared_ptr<tensor_impl> tangent;  // forward-mode AD, while a dual level is open
 
   mg::dtype dtype() const { return store->dtype; }
   mg::device device() const { return store->device; }

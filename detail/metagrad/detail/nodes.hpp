@@ -19,6 +19,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -300,6 +301,46 @@ inline edge gradient_edge(const impl_ptr& t) {
   return {std::move(acc), 0};
 }
 
+// Forward-mode AD (forward_ad.hpp). The open dual level (one at a time, as torch's): the tensors
+// given tangents while it is open, cleared when it closes.
+struct dual_levels {
+  std::mutex m;
+  bool open = false;
+  std::vector<std::weak_ptr<tensor_impl>> duals;
+  std::size_t pruned = 64;  // prune expired entries when the list doubles past this
+};
+inline dual_levels& duals() {
+  static dual_levels d;
+  return d;
+}
+inline std::atomic<bool>& dual_level_open() {
+  static std::atomic<bool> open{false};
+  return open;
+}
+// Off while a tangent formula runs in this thread.
+inline bool& tangents_suspended() {
+  thread_local bool suspended = false;
+  return suspended;
+}
+inline bool forward_ad_active() {
+  return dual_level_open().load(std::memory_order_relaxed) && !tangents_suspended();
+}
+
+class suspend_tangents {
+ public:
+  suspend_tangents() : previous_(tangents_suspended()) { tangents_suspended() = true; }
+  suspend_tangents(const suspend_tangents&) = delete;
+  suspend_tangents& operator=(const suspend_tangents&) = delete;
+  ~suspend_tangents() { tangents_suspended() = previous_; }
+
+ private:
+  bool previous_;
+};
+
+// Gives out the tangent of op at its inputs' tangents (Note [Tangents from the backward]).
+template <class Op, class... T>
+void propagate_tangent(const Op& op, const tensor& out, const T&... in);
+
 // Records `out = op(in...)` when grad mode is on, the op is differentiable and an input requires
 // grad. out must be a fresh tensor (no grad_fn yet).
 template <class Op, class... T>
@@ -307,6 +348,7 @@ tensor record(const Op& op, tensor out, const T&... in) {
   if constexpr (!is_differentiable<Op>()) {
     return out;
   } else {
+    if (forward_ad_active()) propagate_tangent(op, out, in...);
     if (!grad_mode() || !(in.requires_grad() || ...)) return out;
     constexpr std::size_t N = sizeof...(T);
     auto n = make_node<op_node<Op, N>>(op);

@@ -13,6 +13,7 @@
 #include <xtensor/xarray.hpp>
 
 #include <metagrad/detail/engine.hpp>
+#include <metagrad/detail/forward_ad.hpp>
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/detail/hooks.hpp>
 #include <metagrad/detail/runtime_ops.hpp>
@@ -206,6 +207,7 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
   cur.impl()->grad_fn = si.grad_fn;
   cur.impl()->output_nr = si.output_nr;
   cur.impl()->requires_grad = si.requires_grad;
+  cur.impl()->tangent = si.tangent;  // forward-mode AD: r gets the result's tangent
   if (record && saves_self) cur = cur.clone();
   tensor r = compute(cur);
   if (r.shape() != si.shape)
@@ -223,7 +225,11 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
   if (r.impl()->store == si.store || (record && r.requires_grad() && !r.grad_fn())) r = r.clone();
   before_in_place_write(si);  // allow_mutation_on_saved_tensors_guard
   copy_into(si, *r.impl());
-  ++si.store->version;  // See Note [Version counter]
+  ++si.store->version;    // See Note [Version counter]
+  if (r.impl()->tangent)  // forward-mode AD: the tensor's tangent is the result's
+    set_tangent(self.impl(), tensor(r.impl()->tangent), name, 0);
+  else
+    si.tangent.reset();
   if (through_view) {
     // the base's new history joins its old one (outside the view) and r (inside), and the view
     // reads the base's new history
@@ -480,6 +486,7 @@ inline tensor cat(const tensor_list& xs, std::int64_t dim) {
   std::size_t d = 0;
   const shape_t shape = detail::cat_shape(shapes, dim, "cat", d);
   tensor out = detail::algebra<tensor>::cat_list(d, shape, xs);
+  if (detail::forward_ad_active()) detail::cat_tangent(xs, dim, out);
   bool any = false;
   for (const auto& x : xs) any = any || x.requires_grad();
   if (!detail::grad_mode() || !any) return out;

@@ -1,0 +1,144 @@
+// Forward-mode AD on mg::tensor (torch's forward_ad): a tensor may carry a tangent while a dual
+// level is open; every recorded op gives its output the tangent J·t of its inputs' tangents.
+//
+// Note [Tangents from the backward]: an op struct has no jvp; its backward is linear in g, and
+// that is enough. For an elementwise op, backward(x..., y, g) returns g·∂y/∂x_i elementwise, so
+// with g = t_i (broadcast to the output) component i is the contribution of input i, and the
+// output's tangent is their sum. For any other op, backward(x..., y, g) = Jᵀg; with g a dummy
+// that requires grad, the gradient of ⟨Jᵀg, t⟩ with respect to g is J·t (the double-vjp trick),
+// which needs only the backward to be differentiable — as every built-in backward is. Tangent
+// formulas run with forward AD off (a tangent has no tangent), recorded as usual when grad mode
+// is on, so a tangent is differentiable with respect to the primals (forward-over-reverse).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <metagrad/detail/engine.hpp>
+#include <metagrad/detail/graph.hpp>
+#include <metagrad/detail/nodes.hpp>
+#include <metagrad/error.hpp>
+#include <metagrad/grads.hpp>
+#include <metagrad/tensor_class.hpp>
+
+namespace mg::detail {
+
+inline tensor tangent_of(const tensor_impl& t) { return tensor(t.tangent); }
+
+// Gives t the tangent r (op and output k name it in errors): same shape and device, t's
+// floating dtype.
+inline void set_tangent(const impl_ptr& p, tensor r, const char* op, std::size_t k) {
+  tensor_impl& t = *p;
+  if (!dual_level_open().load()) fail(op, ": a tangent needs an open mg::forward_ad::dual_level");
+  if (!is_floating(t.dtype()))
+    fail(op, ": output ", k, " is ", dtype_name(t.dtype()),
+         "; only floating-point tensors carry tangents");
+  if (r.shape() != t.shape)
+    fail(op, ": the tangent of output ", k, " has shape ", shape_string(r.shape()),
+         " but the output has shape ", shape_string(t.shape), "; a tangent has its primal's shape");
+  if (r.device() != t.device())
+    fail(op, ": the tangent of output ", k, " is on device ", device_name(r.device()),
+         " but the output on device ", device_name(t.device()), "; put it on the same device");
+  if (r.dtype() != t.dtype()) {
+    suspend_tangents off;
+    r = r.to(t.dtype());
+  }
+  auto& d = duals();
+  std::lock_guard lock(d.m);
+  if (d.duals.size() >= 2 * d.pruned) {
+    std::erase_if(d.duals, [](const auto& w) { return w.expired(); });
+    d.pruned = std::max<std::size_t>(64, d.duals.size());
+  }
+  d.duals.emplace_back(p);
+  t.tangent = r.impl();
+}
+
+}  // namespace mg::detail
+
+namespace mg::detail {
+
+// Component k of a backward result as a tensor (undefined for mg::no_grad).
+template <std::size_t k, class B>
+tensor tangent_component(const B& b) {
+  if constexpr (std::is_same_v<component_t<k, B>, no_grad>) {
+    return tensor{};
+  } else {
+    return tensor(component<k>(b));
+  }
+}
+
+template <class Op, class... T>
+void propagate_tangent(const Op& op, const tensor& out, const T&... in) {
+  constexpr std::size_t N = sizeof...(T);
+  const std::array<tensor, N> t{tangent_of(*in.impl())...};
+  bool any = false;
+  for (const auto& x : t) any = any || x.defined();
+  if (!any || !is_floating(out.dtype())) return;
+  suspend_tangents off;
+  tensor r;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    if constexpr (is_elementwise<Op>()) {
+      const auto one = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
+        if (!t[k].defined()) return;
+        tensor g = t[k].to(out.dtype());
+        if (g.shape() != out.shape()) g = g.expand(out.shape());
+        tensor c = tangent_component<k>(op.backward(in..., out, g));
+        if (!c.defined()) return;
+        if (c.shape() != out.shape()) c = c.expand(out.shape());
+        r = r.defined() ? r + c : c;
+      };
+      (one(std::integral_constant<std::size_t, I>{}), ...);
+    } else {
+      // the double-vjp trick (Note [Tangents from the backward])
+      const bool outer = grad_mode();
+      grad_mode_guard on(true);
+      const tensor g =
+          zeros(out.shape(), {.dtype = out.dtype(), .device = out.device()}).requires_grad_();
+      const auto b = op.backward(in..., out, g);
+      tensor_list ws, us;
+      const auto one = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
+        if (!t[k].defined()) return;
+        tensor w = tangent_component<k>(b);
+        if (!w.defined() || !w.requires_grad()) return;  // no dependence on g: J_k = 0
+        ws.push_back(std::move(w));
+        us.push_back(t[k].to(ws.back().dtype()));
+      };
+      (one(std::integral_constant<std::size_t, I>{}), ...);
+      if (!ws.empty()) {
+        bool deep = outer && ((in.requires_grad() || ...));
+        for (const auto& u : us) deep = deep || (outer && u.requires_grad());
+        backward_call c{"forward-mode AD"};
+        c.create_graph = deep;
+        c.keep_graph = deep;
+        c.accumulate = false;
+        c.allow_unused = true;
+        r = tensor(run_backward(ws, us, {g}, c)[0]);
+      }
+    }
+  }
+  (std::make_index_sequence<N>{});
+  if (!r.defined()) r = zeros(out.shape(), {.dtype = out.dtype(), .device = out.device()});
+  set_tangent(out.impl(), std::move(r), op_name<Op>(), 0);
+}
+
+// cat: the tangents joined (zeros for inputs without one).
+inline void cat_tangent(const tensor_list& xs, std::int64_t dim, const tensor& out) {
+  bool any = false;
+  for (const auto& x : xs) any = any || x.impl()->tangent != nullptr;
+  if (!any || !is_floating(out.dtype())) return;
+  suspend_tangents off;
+  tensor_list ts;
+  for (const auto& x : xs) {
+    const tensor t = tangent_of(*x.impl());
+    ts.push_back(t.defined() ? t.to(out.dtype())
+                             : zeros(x.shape(), {.dtype = out.dtype(), .device = x.device()}));
+  }
+  set_tangent(out.impl(), mg::cat(ts, dim), "cat", 0);
+}
+
+}  // namespace mg::detail

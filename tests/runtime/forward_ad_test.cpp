@@ -1,0 +1,203 @@
+// Forward-mode AD (mg::forward_ad): tangents of every op family against central differences,
+// mg::Function jvp (the seeds' save_for_forward example), levels and errors.
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <metagrad/metagrad.hpp>
+
+#include "support/harness_runtime.hpp"
+
+namespace fw = mg::forward_ad;
+using mg::tensor;
+using mg::tensor_list;
+using mg_test::expect_error;
+using mg_test::values;
+
+namespace {
+
+using fn = std::function<tensor(const tensor_list&)>;
+
+// The tangent of f at x along v (every input dual) against (f(x + hv) - f(x - hv)) / 2h, in f64.
+void check_jvp(const fn& f, const std::vector<mg::shape_t>& shapes, double lo = -1.5,
+               double hi = 1.5) {
+  std::mt19937_64 gen(7);
+  tensor_list x, v;
+  for (const auto& s : shapes) {
+    x.emplace_back(mg_test::uniform(s, lo, hi, gen));
+    v.emplace_back(mg_test::uniform(s, -1, 1, gen));
+  }
+  tensor tangent, primal;
+  {
+    fw::dual_level level;
+    tensor_list duals;
+    for (std::size_t i = 0; i < x.size(); ++i) duals.push_back(fw::make_dual(x[i], v[i]));
+    auto [p, t] = fw::unpack_dual(f(duals));
+    ASSERT_TRUE(t.defined()) << "no tangent came out";
+    primal = p;
+    tangent = t;
+  }
+  const double h = 1e-6;
+  auto shifted = [&](double sign) {
+    tensor_list xs;
+    for (std::size_t i = 0; i < x.size(); ++i) xs.push_back(x[i] + sign * h * v[i]);
+    return values(f(xs));
+  };
+  const auto plus = shifted(1), minus = shifted(-1), t = values(tangent);
+  ASSERT_EQ(t.size(), plus.size());
+  EXPECT_EQ(values(primal), values(f(x)));
+  for (std::size_t j = 0; j < t.size(); ++j) {
+    const double fd = (plus[j] - minus[j]) / (2 * h);
+    EXPECT_NEAR(t[j], fd, 1e-6 * (1 + std::fabs(fd))) << "element " << j;
+  }
+}
+
+}  // namespace
+
+TEST(ForwardAD, ElementwiseFromTheBackward) {
+  check_jvp([](const tensor_list& x) { return mg::sin(x[0]) * x[0]; }, {{3, 2}});
+  check_jvp([](const tensor_list& x) { return mg::exp(x[0]) / (1.0 + mg::square(x[1])); },
+            {{2, 3}, {2, 3}});
+  check_jvp([](const tensor_list& x) { return x[0] * x[1] - mg::tanh(x[1]); }, {{3}, {2, 3}});
+  check_jvp([](const tensor_list& x) { return mg::pow(x[0], 3) + mg::sigmoid(x[0]); }, {{4}});
+  check_jvp([](const tensor_list& x) { return mg::log(x[0]) * mg::sqrt(x[0]); }, {{4}}, 0.5, 2);
+  check_jvp([](const tensor_list& x) { return mg::where(x[0] > 0.0, x[0] * 2.0, x[1]); },
+            {{5}, {5}});
+  check_jvp([](const tensor_list& x) { return mg::maximum(x[0], x[1]) + mg::abs(x[0]); },
+            {{5}, {5}});
+}
+
+TEST(ForwardAD, ShapedOpsByTheDoubleVjp) {
+  check_jvp([](const tensor_list& x) { return mg::sum(x[0] * x[0]); }, {{2, 3}});
+  check_jvp([](const tensor_list& x) { return mg::mean(x[0], 1) * mg::sum(x[0], 0, false).sum(); },
+            {{2, 3}});
+  check_jvp([](const tensor_list& x) { return mg::matmul(x[0], x[1]); }, {{2, 3}, {3, 4}});
+  check_jvp([](const tensor_list& x) { return mg::softmax(x[0], 1); }, {{2, 4}});
+  check_jvp([](const tensor_list& x) { return mg::logsumexp(x[0], 0); }, {{3, 2}});
+  check_jvp([](const tensor_list& x) { return mg::max(x[0], 1); }, {{3, 4}});
+  check_jvp([](const tensor_list& x) { return mg::norm(x[0]) * mg::var(x[0]); }, {{5}});
+  check_jvp([](const tensor_list& x) { return mg::prod(x[0], 0); }, {{3, 2}});
+  check_jvp(
+      [](const tensor_list& x) {
+        return x[0].reshape({3, 2}).t().permute({1, 0}).unsqueeze(0).expand({2, 3, 2});
+      },
+      {{2, 3}});
+  check_jvp(
+      [](const tensor_list& x) {
+        return mg::slice(x[0], 1, 1, 3) * x[0].select(1, 0).unsqueeze(1);
+      },
+      {{2, 4}});
+  check_jvp(
+      [](const tensor_list& x) {
+        return x[0].index_select(0, mg::tensor({2.0, 0.0, 2.0}).to(mg::i64));
+      },
+      {{3, 2}});
+  check_jvp([](const tensor_list& x) { return mg::cat({x[0], x[1] * 2.0}, 0); }, {{2, 3}, {1, 3}});
+  check_jvp([](const tensor_list& x) { return mg::stack({x[0], mg::cos(x[1])}, 1); }, {{3}, {3}});
+}
+
+TEST(ForwardAD, InputsWithoutTangentAndNoGradMode) {
+  fw::dual_level level;
+  tensor a = fw::make_dual(mg::tensor({1.0, 2.0}), mg::tensor({1.0, 0.0}));
+  tensor b = mg::tensor({3.0, 4.0});  // no tangent: a constant
+  {
+    mg::no_grad_guard ng;  // forward AD does not depend on grad mode
+    auto [p, t] = fw::unpack_dual(a * b + b);
+    EXPECT_EQ(values(p), (std::vector<double>{6, 12}));
+    EXPECT_EQ(values(t), (std::vector<double>{3, 0}));
+  }
+  EXPECT_FALSE(fw::unpack_dual(b * 2.0).tangent.defined());
+}
+
+TEST(ForwardAD, InPlaceOpsKeepTheTangent) {
+  fw::dual_level level;
+  tensor x = fw::make_dual(mg::tensor({1.0, 2.0}), mg::tensor({1.0, 1.0}));
+  tensor y = x * 1.0;
+  y.mul_(3.0);
+  y.exp_();
+  auto [p, t] = fw::unpack_dual(y);
+  EXPECT_NEAR(values(t)[0], 3 * std::exp(3.0), 1e-12);
+  EXPECT_NEAR(values(t)[1], 3 * std::exp(6.0), 1e-9);
+}
+
+TEST(ForwardAD, FusedFunctionsGoOpByOp) {
+  const auto f = mg::fuse([](auto a, auto b) { return mg::sum(a * mg::sin(b)); });
+  check_jvp([&](const tensor_list& x) { return f(x[0], x[1]); }, {{4}, {4}});
+}
+
+TEST(ForwardAD, TangentsAreDifferentiable) {
+  // forward-over-reverse: d/dx of the tangent of sum(x^3) along v is 6 x v (the Hessian times v)
+  tensor x = mg::tensor({0.5, -1.0, 2.0}).requires_grad_();
+  tensor v = mg::tensor({1.0, 2.0, -1.0});
+  fw::dual_level level;
+  tensor y = mg::sum(mg::pow(fw::make_dual(x, v), 3));
+  tensor t = fw::unpack_dual(y).tangent;
+  EXPECT_NEAR(t.item<double>(), 3 * (0.25 * 1 + 1.0 * 2 + 4.0 * -1), 1e-12);
+  ASSERT_TRUE(t.requires_grad());
+  tensor hv = mg::autograd::grad({t}, {x})[0];
+  EXPECT_EQ(values(hv), (std::vector<double>{6 * 0.5 * 1, 6 * -1.0 * 2, 6 * 2.0 * -1}));
+}
+
+// The seeds' save_for_forward example: jvp and vjp of x * y * z with a number z.
+struct seed_fw_func {
+  struct state {
+    int z = 0;
+  };
+  static tensor forward(mg::context_with<state>& ctx, const tensor& x, const tensor& y, int z) {
+    ctx.save_for_backward(x, y);
+    ctx.save_for_forward(x, y);
+    ctx.state.z = z;
+    return x * y * z;
+  }
+  static tensor jvp(mg::context_with<state>& ctx, const tensor_list& t) {
+    auto [x, y] = ctx.saved_for_forward<2>();
+    return ctx.state.z * (y * t[0] + x * t[1]);
+  }
+  static tensor_list vjp(mg::context_with<state>& ctx, const tensor_list& g) {
+    auto [x, y] = ctx.saved_tensors<2>();
+    const int z = ctx.state.z;
+    return {z * g[0] * y, z * g[0] * x, tensor{}};
+  }
+};
+
+TEST(ForwardAD, FunctionJvp) {
+  tensor a = mg::tensor(1.0).requires_grad_(), t = mg::tensor(1.0);
+  tensor b = mg::tensor(2.0).requires_grad_();
+  {
+    fw::dual_level level;
+    tensor a_dual = fw::make_dual(a, t);
+    tensor d = mg::apply<seed_fw_func>(a_dual, b, 4);
+    EXPECT_DOUBLE_EQ(d.item<double>(), 8.0);
+    EXPECT_DOUBLE_EQ(fw::unpack_dual(d).tangent.item<double>(), 4 * 2.0 * 1.0);  // b's is zeros
+    d.backward();  // the same Function differentiates in reverse mode too
+  }
+  EXPECT_DOUBLE_EQ(a.grad().item<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(b.grad().item<double>(), 4.0);
+}
+
+struct no_jvp {
+  static constexpr const char* name = "no_jvp";
+  static tensor forward(mg::context&, const tensor& x) { return x * 2.0; }
+  static tensor_list backward(mg::context&, const tensor_list& g) { return {g[0] * 2.0}; }
+};
+
+TEST(ForwardAD, LevelsAndErrors) {
+  tensor x = mg::tensor({1.0, 2.0});
+  expect_error([&] { fw::make_dual(x, mg::ones({2})); }, {"make_dual", "no dual level"});
+  tensor kept;
+  {
+    fw::dual_level level;
+    expect_error([] { fw::dual_level nested; }, {"dual_level", "nested"});
+    expect_error([&] { fw::make_dual(x, mg::ones({3})); }, {"make_dual", "shape [3]", "shape [2]"});
+    expect_error([&] { fw::make_dual(mg::tensor({1.0}).to(mg::i64), mg::ones({1})); },
+                 {"make_dual", "i64"});
+    kept = fw::make_dual(x, mg::ones({2})) * 2.0;
+    EXPECT_TRUE(fw::unpack_dual(kept).tangent.defined());
+    expect_error([&] { mg::apply<no_jvp>(fw::make_dual(x, mg::ones({2}))); }, {"no_jvp", "jvp"});
+  }
+  EXPECT_FALSE(fw::unpack_dual(kept).tangent.defined());  // cleared when the level closed
+  fw::dual_level again;  // a new level may open after the first closed
+}
