@@ -159,6 +159,21 @@ struct grad_only {
     return inner(args...).second;
   }
 };
+
+// grad<I>(grad<I>(f)); a family whose evaluator has check_hessian<I> (mg::tensor) first checks
+// that the inner gradient can be differentiated by the outer grad.
+template <class F, std::size_t I>
+struct hessian_transform {
+  grad_only<grad_only<F, I>, I> inner;
+  template <class... A>
+  constexpr auto operator()(const A&... args) const {
+    using Family = evaluator_family_t<A...>;
+    if constexpr (HasEvaluator<Family>)
+      if constexpr (requires { evaluator<Family>::template check_hessian<I>(args...); })
+        evaluator<Family>::template check_hessian<I>(args...);
+    return inner(args...);
+  }
+};
 }  // namespace detail
 
 /// Gradient of a scalar-valued function, as a new function. With no indices, with respect to
@@ -184,9 +199,15 @@ constexpr auto value_and_grad(F f) {
 }
 
 /// Second derivative of a scalar function with respect to argument I: grad<I>(grad<I>(f)).
+/// With mg::tensor arguments argument I must have one element (for the Hessian matrix of a
+/// function of a tensor, see mg::autograd::functional::hessian):
+/// ```cpp
+/// double d2 = mg::hessian<0>(f)(2.0, 3.0);
+/// mg::tensor t = mg::hessian<0>([](auto x) { return x * x * x; })(mg::tensor(2.0));   // 12
+/// ```
 template <std::size_t I, class F>
 constexpr auto hessian(F f) {
-  return grad<I>(grad<I>(std::move(f)));
+  return detail::hessian_transform<F, I>{grad<I>(grad<I>(std::move(f)))};
 }
 
 }  // namespace mg

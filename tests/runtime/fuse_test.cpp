@@ -86,11 +86,13 @@ TEST(GradOnTensors, SameCallableAsTheStaticEngine) {
   auto gs = mg::grad<1>([](auto x, auto s) { return sum(x * s); })(mg::tensor(xa), 2.0);
   static_assert(std::is_same_v<decltype(gs), double>);
   EXPECT_NEAR(gs, xt::sum(xa)(), 1e-12);
-  // the argument's own history does not leak into the transform
+  // the gradient is that of f at the argument, not through the argument's own history; it
+  // stays differentiable with respect to that history (Note [Nested transforms])
   auto w = mg::tensor(xa).requires_grad_();
   auto gw = mg::grad([](auto x) { return sum(x * x); })(w * 2.0);
   EXPECT_NEAR(gw.to_xtensor<double>()(0, 0), 4 * xa(0, 0), 1e-12);
   EXPECT_FALSE(w.grad().defined());
+  EXPECT_TRUE(gw.requires_grad());
   mg_test::expect_error([&] { mg::grad([](auto x) { return x * x; })(mg::tensor(xa)); },
                         {"grad", "[2,3]", "mg::sum"});
 }
