@@ -5,6 +5,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/error.hpp
   include/metagrad/expr.hpp
   include/metagrad/function.hpp
+  include/metagrad/functional.hpp
   include/metagrad/fuse.hpp
   include/metagrad/gradcheck.hpp
   include/metagrad/grads.hpp
@@ -50,6 +51,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/cpu_backend.hpp
   detail/metagrad/detail/element_kernels.hpp
   detail/metagrad/detail/engine.hpp
+  detail/metagrad/detail/functional.hpp
   detail/metagrad/detail/graph.hpp
   detail/metagrad/detail/hooks.hpp
   detail/metagrad/detail/nodes.hpp

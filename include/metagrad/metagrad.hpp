@@ -7,6 +7,7 @@
 #include <metagrad/error.hpp>
 #include <metagrad/function.hpp>
 #include <metagrad/forward_ad.hpp>
+#include <metagrad/functional.hpp>
 #include <metagrad/fuse.hpp>
 #include <metagrad/gradcheck.hpp>
 #include <metagrad/grads.hpp>
