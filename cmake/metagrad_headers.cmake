@@ -2,8 +2,10 @@
 set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/autograd.hpp
   include/metagrad/concepts.hpp
+  include/metagrad/context.hpp
   include/metagrad/error.hpp
   include/metagrad/expr.hpp
+  include/metagrad/forward_ad.hpp
   include/metagrad/function.hpp
   include/metagrad/functional.hpp
   include/metagrad/fuse.hpp
@@ -14,6 +16,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/ops/arithmetic.hpp
   include/metagrad/ops/comparison.hpp
   include/metagrad/ops/conversion.hpp
+  include/metagrad/ops/indexing.hpp
   include/metagrad/ops/linalg.hpp
   include/metagrad/ops/list.hpp
   include/metagrad/ops/math.hpp
@@ -51,6 +54,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/cpu_backend.hpp
   detail/metagrad/detail/element_kernels.hpp
   detail/metagrad/detail/engine.hpp
+  detail/metagrad/detail/forward_ad.hpp
   detail/metagrad/detail/functional.hpp
   detail/metagrad/detail/graph.hpp
   detail/metagrad/detail/hooks.hpp
@@ -58,6 +62,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/registry.hpp
   detail/metagrad/detail/runtime_ops.hpp
   detail/metagrad/detail/saved.hpp
+  detail/metagrad/detail/shape_rules.hpp
   detail/metagrad/detail/storage.hpp
   detail/metagrad/detail/tensor_kernels.hpp
   detail/metagrad/detail/tensor_members.hpp
