@@ -22,6 +22,7 @@
 #include <metagrad/autograd.hpp>
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/nodes.hpp>
+#include <metagrad/detail/profiler.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {
@@ -161,6 +162,7 @@ struct function_node : function_node_base {
 struct function_access {
   template <class F, class... A>
   static tensor run(const A&... x) {
+    const prof::op_range profiled(&op_name<F>, x...);  // <metagrad/profiler.hpp>
     constexpr std::size_t N = sizeof...(A);
     const bool record = grad_mode() && (x.requires_grad() || ...);
     auto n = make_node<function_node<F, N>>();
