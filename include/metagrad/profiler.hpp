@@ -29,6 +29,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -87,7 +88,7 @@ struct event {
 /// by it). `input_shapes` is the events' shapes as the table prints them ("[[3], []]"), "mixed"
 /// when they differ, empty when shapes were not recorded:
 /// ```cpp
-/// const auto* mul = p.key_averages().find("mul");   // mul->count, mul->cpu_total_us ...
+/// auto mul = p.key_averages().find("mul");   // mul->count, mul->cpu_total_us ...
 /// ```
 struct event_average {
   std::string name;
@@ -129,11 +130,11 @@ class event_averages {
   /// `for (auto& r : p.key_averages().rows())` is safe.)
   const std::vector<event_average>& rows() const& { return rows_; }
   std::vector<event_average> rows() && { return std::move(rows_); }
-  /// The first row of that name, or nullptr.
-  const event_average* find(std::string_view name) const {
+  /// A copy of the first row of that name, if any.
+  std::optional<event_average> find(std::string_view name) const {
     for (const auto& r : rows_)
-      if (r.name == name) return &r;
-    return nullptr;
+      if (r.name == name) return r;
+    return std::nullopt;
   }
   /// The number of events of that name (summed over input shapes when grouped by them).
   std::size_t count(std::string_view name) const {

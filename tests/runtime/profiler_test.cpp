@@ -403,6 +403,21 @@ TEST(Profiler, CustomFunctionsAndFusedOpsAreOps) {
   EXPECT_EQ(count_by_name(ev)[bw("fused")], 1);
 }
 
+TEST(Profiler, InPlaceOpsAndListCatAreOps) {
+  tensor x = leaf({1., 2.});
+  prof::profile p{{.record_shapes = true}};
+  tensor z = x * 1.0;
+  z.add_(1.0);
+  tensor c = mg::cat({z, x, x});
+  p.stop();
+  const auto ev = p.events();
+  EXPECT_EQ(count_by_name(ev),
+            (std::map<std::string, int>{{"mul", 1}, {"add_", 1}, {"add", 1}, {"cat", 1}}));
+  EXPECT_EQ(only(ev, "add").parent, only(ev, "add_").id);  // the out-of-place op it runs
+  EXPECT_EQ(only(ev, "add_").input_shapes, (std::vector<mg::shape_t>{{2}}));
+  EXPECT_EQ(only(ev, "cat").input_shapes, (std::vector<mg::shape_t>{{2}, {2}, {2}}));
+}
+
 // ---- shapes ------------------------------------------------------------------------------------
 
 TEST(Profiler, ShapesOnlyWhenAsked) {
@@ -433,6 +448,7 @@ TEST(Profiler, ShapesOnlyWhenAsked) {
   const auto avg = p.key_averages();
   EXPECT_EQ(avg.find("sum")->input_shapes, "[[3]]");
   EXPECT_EQ(avg.find("mul")->input_shapes, "mixed");
+  EXPECT_FALSE(avg.find("no such op"));
   const std::string t = avg.table();
   EXPECT_NE(t.find("Input Shapes"), std::string::npos) << t;
   EXPECT_NE(t.find("[[3]]"), std::string::npos) << t;
@@ -477,8 +493,8 @@ TEST(Profiler, TableIsSortedByTotalTimeWithTorchColumns) {
     EXPECT_EQ(std::stoul(rows[i].cells[5]), avg.rows()[i].count);
     previous = total;
   }
-  const auto* step = avg.find("step");
-  ASSERT_NE(step, nullptr);
+  const auto step = avg.find("step");
+  ASSERT_TRUE(step);
   EXPECT_EQ(step->count, 3u);
   EXPECT_LE(step->self_cpu_us, step->cpu_total_us);
   for (const auto& r : avg.rows()) {
