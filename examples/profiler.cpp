@@ -26,8 +26,9 @@ int main() {
   }
   p.stop();
   std::cout << p.key_averages().table({.row_limit = 8});
-  p.export_chrome_trace(trace_path);          // open in ui.perfetto.dev or chrome://tracing
-  auto tanh = p.key_averages().find("tanh");  // tanh->count == 3, tanh->cpu_total_us ...
+  p.export_chrome_trace(trace_path);  // open in ui.perfetto.dev or chrome://tracing
+
+  auto row = p.key_averages().find("tanh");  // row->count == 3, row->cpu_total_us ...
   // example-end profiler
 
   // example-begin graph-dot
@@ -35,7 +36,7 @@ int main() {
   std::ofstream(dot_path) << mg::autograd::to_dot({loss});  // dot -Tsvg graph.dot -o graph.svg
   // example-end graph-dot
 
-  std::cout << "tanh calls: " << tanh->count << "\n"
+  std::cout << "tanh calls: " << row->count << "\n"
             << "graph: " << mg::autograd::to_dot({loss}).size() << " bytes of dot\n";
   std::filesystem::remove(trace_path);
   std::filesystem::remove(dot_path);

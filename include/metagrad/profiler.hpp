@@ -257,7 +257,7 @@ class record_function {
  public:
   explicit record_function(std::string_view name) {
     if (const unsigned f = detail::prof::profiler_flags.load(std::memory_order_relaxed)) {
-      if (auto o = detail::prof::open(f)) {
+      if (auto o = detail::prof::try_open(f)) {
         o->r.name = name;
         o_ = detail::prof::start(std::move(o), event_kind::user);
       }

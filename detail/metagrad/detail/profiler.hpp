@@ -32,11 +32,11 @@
 
 namespace mg::detail::prof {
 
-/// What a recorded range stands for.
+// What a recorded range stands for (public as mg::autograd::profiler::event_kind).
 enum class range_kind : std::uint8_t {
-  op,        ///< a forward op on tensors (built-in, mg::apply, mg::fuse)
-  backward,  ///< a node run by the backward engine
-  user,      ///< an mg::autograd::profiler::record_function range
+  op,        // a forward op on tensors (built-in, mg::apply, mg::fuse, in place)
+  backward,  // a node run by the backward engine
+  user,      // an mg::autograd::profiler::record_function range
 };
 
 // Backward nodes are recorded under torch's name for the engine's per-node step, followed by
@@ -104,9 +104,9 @@ inline open_range*& innermost() {
   return r;
 }
 
-// The slow path of every range, in three steps: open (is anything listening?), fill in the name
+// The slow path of every range, in three steps: try_open (is anything listening?), fill in the name
 // and shapes, start (the clock, the parent, the NVTX push).
-inline std::unique_ptr<open_range> open(unsigned flags) {
+inline std::unique_ptr<open_range> try_open(unsigned flags) {
   std::shared_ptr<session> s;
   if (flags & 1u) {
     std::lock_guard lock(current_mutex);
@@ -136,7 +136,7 @@ inline open_range* start(std::unique_ptr<open_range> o, range_kind kind) {
   return o.release();
 }
 
-inline void close(open_range* raw) noexcept {
+[[gnu::cold, gnu::noinline]] inline void close(open_range* raw) noexcept {
   const std::unique_ptr<open_range> o(raw);
   const std::int64_t end = o->s ? ns_since(*o->s) : 0;
   innermost() = o->enclosing;
@@ -167,13 +167,10 @@ void add_shapes(std::vector<shape_t>& out, const X&) {
 // The scope of a forward op: `const prof::op_range range(&op_name<Op>, x...);`.
 class op_range {
  public:
-  template <class... X>
-  explicit op_range(const char* (*name)(), const X&... x) {
-    if (const unsigned f = profiler_flags.load(std::memory_order_relaxed)) [[unlikely]]
-      begin(f, name(), x...);
-  }
-  template <class... X>
-  explicit op_range(const char* name, const X&... x) {
+  // name: the op's name, or a function returning it (called only when recording)
+  template <class Name, class... X>
+  requires std::is_convertible_v<Name, const char*> || std::is_invocable_r_v<const char*, Name>
+  explicit op_range(Name name, const X&... x) {
     if (const unsigned f = profiler_flags.load(std::memory_order_relaxed)) [[unlikely]]
       begin(f, name, x...);
   }
@@ -185,11 +182,14 @@ class op_range {
   }
 
  private:
-  template <class... X>
-  void begin(unsigned f, const char* name, const X&... x) {
-    auto o = open(f);
+  template <class Name, class... X>
+  [[gnu::cold, gnu::noinline]] void begin(unsigned f, Name name, const X&... x) {
+    auto o = try_open(f);
     if (!o) return;
-    o->r.name = name;
+    if constexpr (std::is_convertible_v<Name, const char*>)
+      o->r.name = name;
+    else
+      o->r.name = name();
     if (wants_shapes(*o)) (add_shapes(o->r.shapes, x), ...);
     o_ = start(std::move(o), range_kind::op);
   }
@@ -212,8 +212,8 @@ class node_range {
   }
 
  private:
-  void begin(unsigned f, graph_node& n) {
-    auto o = open(f);
+  [[gnu::cold, gnu::noinline]] void begin(unsigned f, graph_node& n) {
+    auto o = try_open(f);
     if (!o) return;
     o->r.name.reserve(backward_prefix.size() + 16);
     o->r.name.append(backward_prefix).append(n.name());
