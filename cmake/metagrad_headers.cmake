@@ -10,6 +10,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/functional.hpp
   include/metagrad/fuse.hpp
   include/metagrad/gradcheck.hpp
+  include/metagrad/graph_dot.hpp
   include/metagrad/grads.hpp
   include/metagrad/metagrad.hpp
   include/metagrad/ops.hpp
@@ -23,6 +24,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/ops/nn.hpp
   include/metagrad/ops/reductions.hpp
   include/metagrad/ops/shape.hpp
+  include/metagrad/profiler.hpp
   include/metagrad/saved_tensors.hpp
   include/metagrad/static.hpp
   include/metagrad/tensor.hpp
@@ -59,6 +61,8 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/graph.hpp
   detail/metagrad/detail/hooks.hpp
   detail/metagrad/detail/nodes.hpp
+  detail/metagrad/detail/profiler.hpp
+  detail/metagrad/detail/profiler_report.hpp
   detail/metagrad/detail/registry.hpp
   detail/metagrad/detail/runtime_ops.hpp
   detail/metagrad/detail/saved.hpp

@@ -23,6 +23,7 @@
 #include <metagrad/concepts.hpp>
 #include <metagrad/context.hpp>
 #include <metagrad/detail/forward_ad.hpp>
+#include <metagrad/detail/profiler.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {
@@ -260,6 +261,7 @@ struct function_access {
 
   template <class F, class... A>
   static auto run(const A&... args) {
+    const prof::op_range profiled(&op_name<F>, args...);  // <metagrad/profiler.hpp>
     using Ctx = context_for<F>;
     tensor_list inputs;
     (append_differentiable(inputs, args), ...);

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include <metagrad/autograd.hpp>
+#include <metagrad/detail/profiler.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
 #include <metagrad/tensor.hpp>
@@ -253,6 +254,7 @@ struct fused_fn {
 
   template <class... A>
   requires(std::is_same_v<A, tensor>&&...) tensor operator()(const A&... x) const {
+    const prof::op_range profiled("fused", x...);  // <metagrad/profiler.hpp>
     constexpr std::size_t N = sizeof...(A);
     const bool f32_only = ((x.dtype() == f32) && ...);
     (check_cpu(x), ...);  // on device cuda: mg::cuda::vjp over device arrays

@@ -11,7 +11,9 @@
 #include <metagrad/fuse.hpp>
 #include <metagrad/gradcheck.hpp>
 #include <metagrad/grads.hpp>
+#include <metagrad/graph_dot.hpp>
 #include <metagrad/ops.hpp>
+#include <metagrad/profiler.hpp>
 #include <metagrad/saved_tensors.hpp>
 #include <metagrad/static.hpp>
 #include <metagrad/tensor.hpp>

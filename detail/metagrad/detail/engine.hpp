@@ -28,6 +28,7 @@
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/detail/hooks.hpp>
 #include <metagrad/detail/nodes.hpp>
+#include <metagrad/detail/profiler.hpp>
 #include <metagrad/detail/runtime_ops.hpp>
 #include <metagrad/detail/saved.hpp>
 #include <metagrad/detail/tensor_kernels.hpp>
@@ -243,6 +244,7 @@ inline bool before_node(graph_task& task, graph_node& n, std::vector<impl_ptr>& 
 inline void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
                       std::vector<impl_ptr>& grads, std::vector<impl_ptr>& out) {
   graph_node& n = *self;
+  const prof::node_range profiled(n);  // <metagrad/profiler.hpp>
   hook_set* hs = n.hooks.get();
   const auto meta = n.outputs();
   if (hs && !hs->pre_hooks.empty()) {

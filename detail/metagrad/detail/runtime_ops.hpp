@@ -24,6 +24,7 @@
 #include <metagrad/detail/element_kernels.hpp>
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/detail/nodes.hpp>
+#include <metagrad/detail/profiler.hpp>
 #include <metagrad/detail/shape_rules.hpp>
 #include <metagrad/detail/tensor_kernels.hpp>
 #include <metagrad/detail/type_name.hpp>
@@ -174,6 +175,7 @@ tensor shaped_apply(const Op& op, const T&... t) {
 // The tensor family of detail::call (see the comment at the top).
 template <class Op, class... X>
 tensor apply_in(tensor_family, const Op& op, const X&... x) {
+  const prof::op_range profiled(&op_name<Op>, x...);  // <metagrad/profiler.hpp>
   const tensor& like = first_tensor(x...);
   operand(like, op_name<Op>());
   const dtype nd = number_dtype(x...);

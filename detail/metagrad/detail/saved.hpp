@@ -123,6 +123,7 @@ class saved_variable {
   }
 
  private:
+  friend struct graph_dot_access;  // reads it for the graph picture (<metagrad/graph_dot.hpp>)
   enum class kind : std::uint8_t { empty, leaf, input, output, number, packed, shape };
   struct packed_entry {
     std::shared_ptr<packed_tensor> packed;

@@ -16,6 +16,7 @@
 #include <metagrad/detail/forward_ad.hpp>
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/detail/hooks.hpp>
+#include <metagrad/detail/profiler.hpp>
 #include <metagrad/detail/runtime_ops.hpp>
 #include <metagrad/detail/tensor_kernels.hpp>
 #include <metagrad/error.hpp>
@@ -168,6 +169,7 @@ inline void refresh_view(tensor_impl& t) {
 template <class F>
 tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool saves_self,
                  F&& compute) {
+  const prof::op_range profiled(name, self);  // <metagrad/profiler.hpp>
   auto& si = const_cast<tensor_impl&>(operand(self, name));
   refresh_view(si);
   if (si.is_inference && !inference_mode())
@@ -481,6 +483,7 @@ inline tensor index_select(const tensor& x, std::int64_t dim, const tensor& inde
 }
 
 inline tensor cat(const tensor_list& xs, std::int64_t dim) {
+  const detail::prof::op_range profiled("cat", xs);  // <metagrad/profiler.hpp>
   std::vector<shape_t> shapes;
   for (const auto& x : xs) shapes.push_back(detail::operand(x, "cat").shape);
   std::size_t d = 0;
