@@ -231,14 +231,15 @@ std::array<tensor, N> context::saved_tensors() const {
 /// auto z = mg::apply<softplus>(x);   // a ctx-free op (mg::StaticOp): also in the static engine
 /// ```
 template <class F, class... A>
-requires(std::same_as<A, tensor>&&...) tensor apply(const A&... x) {
-  constexpr std::size_t N = sizeof...(A);
+requires(std::same_as<A, tensor>&&...) tensor apply(detail::tracked x0, const A&... xs) {
+  const detail::site_scope here(x0.site);  // Note [Call sites]: its nodes name this call
+  constexpr std::size_t N = 1 + sizeof...(A);
   if constexpr (detail::function_like<F>) {
     detail::diagnose_function<F>();
     if constexpr (Function<F>) {
       static_assert(detail::function_arity<F>() == N,
                     "metagrad: apply<F> got a different number of tensors than F::forward takes");
-      return detail::function_access::run<F>(x...);
+      return detail::function_access::run<F>(x0.value, xs...);
     } else {
       return tensor{};
     }
@@ -247,7 +248,7 @@ requires(std::same_as<A, tensor>&&...) tensor apply(const A&... x) {
     if constexpr (StaticOp<F>) {
       static_assert(detail::op_arity<F>() == N,
                     "metagrad: apply<F> got a different number of tensors than F::forward takes");
-      return detail::call(F{}, x...);
+      return detail::call(F{}, x0.value, xs...);
     } else {
       return tensor{};
     }
