@@ -13,6 +13,7 @@
 #include <utility>
 
 #include <metagrad/autograd.hpp>
+#include <metagrad/call_site.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
 #include <metagrad/tensor.hpp>
@@ -194,8 +195,17 @@ template <class F>
 struct fused_fn {
   F f;
 
+  // The tensor arguments: the first as detail::tracked, so that the node names the caller's line
+  // (Note [Call sites]).
   template <class... A>
-  requires(std::is_same_v<A, tensor>&&...) tensor operator()(const A&... x) const {
+  requires(std::is_same_v<A, tensor>&&...) tensor operator()(tracked x0, const A&... xs) const {
+    const site_scope here(x0.site);
+    return run(x0.value, xs...);
+  }
+
+ private:
+  template <class... A>
+  tensor run(const A&... x) const {
     constexpr std::size_t N = sizeof...(A);
     const bool f32_only = ((x.dtype() == f32) && ...);
     (check_cpu(x), ...);  // on device cuda: mg::cuda::vjp over device arrays
@@ -216,7 +226,6 @@ struct fused_fn {
     return y;
   }
 
- private:
   template <class... A>
   static bool same_shape(const tensor& first, const A&... x) {
     return ((x.shape() == first.shape()) && ...);

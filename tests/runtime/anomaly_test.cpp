@@ -12,6 +12,7 @@
 
 #include <metagrad/autograd.hpp>
 #include <metagrad/function.hpp>
+#include <metagrad/fuse.hpp>
 #include <metagrad/static.hpp>
 #include <metagrad/tensor.hpp>
 
@@ -184,6 +185,45 @@ TEST(Anomaly, DoubleBackwardNamesTheParentsLine) {
   EXPECT_TRUE(contains(
       msg, "it was recorded by the backward of pow, whose forward was called at " + here(line)))
       << msg;
+}
+
+TEST(Anomaly, FusedNodeNamesItsLine) {
+  tensor x = leaf({1.0, 2.0});
+  const auto fused = mg::fuse([](auto v) { return v * v; });
+  const auto [y, line] = std::pair(fused(x), __LINE__);
+  EXPECT_EQ(y.grad_fn()->site.line(), static_cast<unsigned>(line));
+}
+
+// example-begin call-site
+// A function of yours can take the call site and pass it on: its node names your caller's line.
+mg::tensor soft_threshold(const mg::tensor& x, mg::call_site site = {}) {
+  return mg::relu(x, site);
+}
+// example-end call-site
+
+TEST(Anomaly, UserFunctionsPassTheirCallersSiteOn) {
+  tensor x = leaf({-1.0, 2.0});
+  const auto [y, line] = std::pair(soft_threshold(x), __LINE__);
+  EXPECT_EQ(y.grad_fn()->site.line(), static_cast<unsigned>(line));
+}
+
+// The example of docs/runtime.md.
+TEST(Anomaly, DocsExample) {
+  std::string message;
+  // example-begin anomaly-guard
+  mg::tensor x = mg::tensor{0.0, 1.0}.requires_grad_();
+  mg::tensor y = mg::sqrt(x);  // d/dx sqrt(x) = 1/(2 sqrt(x)): infinite at 0
+  mg::autograd::detect_anomaly_guard anomaly;
+  try {
+    y.sum().backward();
+  } catch (const mg::error& e) {
+    message = e.what();  // names sqrt, and this file and the line of mg::sqrt(x)
+  }
+  // example-end anomaly-guard
+  EXPECT_TRUE(contains(message, "the backward of sqrt returned NaN or infinite values")) << message;
+  EXPECT_TRUE(contains(message, "the forward of sqrt was called at " +
+                                    here(static_cast<int>(y.grad_fn()->site.line()))))
+      << message;
 }
 
 TEST(Anomaly, OffNoErrorAndTheNonFiniteGradientPropagates) {
