@@ -1,5 +1,7 @@
 // Comparisons (gt, lt, ge, le, eq, ne and their operators), which give bool tensors and have no
-// gradient, and where(cond, a, b), which selects by a bool condition.
+// gradient, and where(cond, a, b), which selects by a bool condition. The operators have a
+// generic template for static-engine expressions and two overloads for tensors, as those of
+// <metagrad/ops/arithmetic.hpp>.
 #pragma once
 
 #include <type_traits>
