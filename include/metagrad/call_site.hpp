@@ -17,8 +17,11 @@
 #pragma once
 
 #include <cstdint>
-#include <source_location>
 #include <type_traits>
+#include <version>
+#if defined(__cpp_lib_source_location)
+#include <source_location>
+#endif
 
 #include <metagrad/detail/config.hpp>
 
@@ -26,18 +29,46 @@ namespace mg {
 
 class tensor;
 
+namespace detail {
+#if defined(__cpp_lib_source_location)
+using source_location = std::source_location;
+#else
+// See Note [clang 14 source_location] in config.hpp: the same interface, from the builtins.
+class source_location {
+ public:
+  static constexpr source_location current(const char* file = __builtin_FILE(),
+                                           const char* function = __builtin_FUNCTION(),
+                                           unsigned line = __builtin_LINE()) noexcept {
+    source_location s;
+    s.file_ = file;
+    s.function_ = function;
+    s.line_ = line;
+    return s;
+  }
+  constexpr unsigned line() const noexcept { return line_; }
+  constexpr const char* file_name() const noexcept { return file_; }
+  constexpr const char* function_name() const noexcept { return function_; }
+
+ private:
+  const char* file_ = "";
+  const char* function_ = "";
+  unsigned line_ = 0;
+};
+#endif
+}  // namespace detail
+
 /// Where a public op was called. Every op function takes one as its last parameter, defaulted,
 /// so it is the caller's line; a function of yours can pass its own caller's on:
 /// ```cpp
 /// mg::tensor layer(const mg::tensor& x, mg::call_site site = {}) { return mg::tanh(x, site); }
 /// ```
 struct call_site {
-  std::source_location where{};
+  detail::source_location where{};
 #if defined(__CUDA_ARCH__)
   // See Note [Call sites]: no location in device code.
   MG_HD constexpr call_site() noexcept {}
 #else
-  constexpr call_site(std::source_location w = std::source_location::current()) noexcept
+  constexpr call_site(detail::source_location w = detail::source_location::current()) noexcept
       : where(w) {}
 #endif
 };
@@ -45,8 +76,8 @@ struct call_site {
 namespace detail {
 
 // The call site of the public op call being dispatched on this thread (line 0: none).
-inline std::source_location& current_site() {
-  thread_local std::source_location s{};
+inline source_location& current_site() {
+  thread_local source_location s{};
   return s;
 }
 

@@ -32,7 +32,7 @@ inline void note_anomaly_parent(graph_node& n) {
   if (const auto* r = running_node(); r && *r) hooks_of(n.hooks).parent = *r;
 }
 
-inline std::string site_string(const std::source_location& s) {
+inline std::string site_string(const source_location& s) {
   if (s.line() == 0) return "an unknown call (an op without a call site)";
   std::ostringstream os;
   os << s.file_name() << ":" << s.line() << " (in " << s.function_name() << ")";

@@ -99,13 +99,20 @@ template <class... X>
 using site_scope_for =
     std::conditional_t<std::is_same_v<family_t<X...>, tensor_family>, site_scope, no_site_scope>;
 
+// The tensor path of call_at (a function of its own: a constexpr function may not hold a
+// site_scope, which is not a literal type).
+template <class Op, class... X>
+auto call_in_scope(const call_site& site, const Op& op, const X&... x) {
+  const site_scope here(site);
+  return call(op, x...);
+}
+
 // call(op, x...) from a public function called at `site`: on tensors the node it records
 // names that call (Note [Call sites]); elsewhere the site is unused.
 template <class Op, class... X>
 MG_HD MG_INLINE constexpr auto call_at(const call_site& site, const Op& op, const X&... x) {
   if constexpr (std::is_same_v<family_t<X...>, tensor_family>) {
-    const site_scope here(site);
-    return call(op, x...);
+    return call_in_scope(site, op, x...);
   } else {
     return call(op, x...);
   }
