@@ -1,6 +1,7 @@
 # Explicit header lists (no GLOB): every header is installed and compiled on its own in CI.
 set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/autograd.hpp
+  include/metagrad/call_site.hpp
   include/metagrad/concepts.hpp
   include/metagrad/context.hpp
   include/metagrad/error.hpp

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <metagrad/autograd.hpp>
+#include <metagrad/call_site.hpp>
 #include <metagrad/concepts.hpp>
 #include <metagrad/context.hpp>
 #include <metagrad/detail/forward_ad.hpp>
@@ -442,6 +443,42 @@ void function_node<F>::apply(std::span<impl_ptr> grads, std::span<impl_ptr> out)
 template <class F>
 concept Function = (detail::op_arity<F>() == 0) && detail::function_backward_ok<F>;
 
+namespace detail {
+template <class F, class... A>
+auto apply_at(const call_site& site, const A&... args) {
+  const site_scope here(site);  // Note [Call sites]: its nodes name the caller's line
+  if constexpr (function_like<F>) {
+    diagnose_function<F>();
+    if constexpr (Function<F>) {
+      static_assert(function_forward_ok<F, A...>,
+                    "metagrad: apply<F>(args...) cannot call F::forward(ctx, args...) (nor "
+                    "F::forward(args...) with F::setup_context): check its parameter types");
+      return function_access::run<F>(args...);
+    } else {
+      return tensor{};
+    }
+  } else {
+    diagnose_static_op<F>();
+    static_assert((std::same_as<A, tensor> && ...),
+                  "metagrad: a ctx-free op (mg::StaticOp) is applied to mg::tensor arguments");
+    if constexpr (StaticOp<F>) {
+      static_assert(op_arity<F>() == sizeof...(A),
+                    "metagrad: apply<F> got a different number of tensors than F::forward takes");
+      return call(F{}, args...);
+    } else {
+      return tensor{};
+    }
+  }
+}
+
+// A list of tensors as the first argument of apply, converted where apply is written.
+struct tracked_list {
+  const tensor_list& value;
+  call_site site;
+  tracked_list(const tensor_list& t, call_site s = {}) noexcept : value(t), site(s) {}
+};
+}  // namespace detail
+
 /// Applies a custom op, recording one node:
 /// ```cpp
 /// auto y = mg::apply<my_exp>(x);          // an mg::Function
@@ -449,30 +486,20 @@ concept Function = (detail::op_arity<F>() == 0) && detail::function_backward_ok<
 /// auto z = mg::apply<softplus>(x);        // a ctx-free op (mg::StaticOp): also in the static
 /// engine
 /// ```
+/// Its nodes name the file and line of the call (anomaly detection) when the first argument is
+/// a tensor or a list of tensors (the usual case).
 template <class F, class... A>
-auto apply(const A&... args) {
-  if constexpr (detail::function_like<F>) {
-    detail::diagnose_function<F>();
-    if constexpr (Function<F>) {
-      static_assert(detail::function_forward_ok<F, A...>,
-                    "metagrad: apply<F>(args...) cannot call F::forward(ctx, args...) (nor "
-                    "F::forward(args...) with F::setup_context): check its parameter types");
-      return detail::function_access::run<F>(args...);
-    } else {
-      return tensor{};
-    }
-  } else {
-    detail::diagnose_static_op<F>();
-    static_assert((std::same_as<A, tensor> && ...),
-                  "metagrad: a ctx-free op (mg::StaticOp) is applied to mg::tensor arguments");
-    if constexpr (StaticOp<F>) {
-      static_assert(detail::op_arity<F>() == sizeof...(A),
-                    "metagrad: apply<F> got a different number of tensors than F::forward takes");
-      return detail::call(F{}, args...);
-    } else {
-      return tensor{};
-    }
-  }
+auto apply(detail::tracked x0, const A&... xs) {
+  return detail::apply_at<F>(x0.site, x0.value, xs...);
+}
+template <class F, class... A>
+auto apply(detail::tracked_list x0, const A&... xs) {
+  return detail::apply_at<F>(x0.site, x0.value, xs...);
+}
+template <class F, class A0, class... A>
+requires(detail::function_like<F> && !std::same_as<A0, tensor> &&
+         !std::same_as<A0, tensor_list>) auto apply(const A0& a0, const A&... xs) {
+  return detail::apply_at<F>(call_site{}, a0, xs...);
 }
 
 }  // namespace mg

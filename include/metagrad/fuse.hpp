@@ -13,6 +13,7 @@
 #include <utility>
 
 #include <metagrad/autograd.hpp>
+#include <metagrad/call_site.hpp>
 #include <metagrad/detail/profiler.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
@@ -252,9 +253,18 @@ template <class F>
 struct fused_fn {
   F f;
 
+  // The tensor arguments: the first as detail::tracked, so that the node names the caller's line
+  // (Note [Call sites]).
   template <class... A>
-  requires(std::is_same_v<A, tensor>&&...) tensor operator()(const A&... x) const {
-    const prof::op_range profiled("fused", x...);  // <metagrad/profiler.hpp>
+  requires(std::is_same_v<A, tensor>&&...) tensor operator()(tracked x0, const A&... xs) const {
+    const site_scope here(x0.site);
+    const prof::op_range profiled("fused", x0.value, xs...);  // <metagrad/profiler.hpp>
+    return run(x0.value, xs...);
+  }
+
+ private:
+  template <class... A>
+  tensor run(const A&... x) const {
     constexpr std::size_t N = sizeof...(A);
     const bool f32_only = ((x.dtype() == f32) && ...);
     (check_cpu(x), ...);  // on device cuda: mg::cuda::vjp over device arrays
@@ -277,7 +287,6 @@ struct fused_fn {
     return y;
   }
 
- private:
   template <class... A>
   static bool same_shape(const tensor& first, const A&... x) {
     return ((x.shape() == first.shape()) && ...);

@@ -46,6 +46,7 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xexpression.hpp>
 
+#include <metagrad/call_site.hpp>
 #include <metagrad/detail/dispatch.hpp>
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/error.hpp>
@@ -170,57 +171,59 @@ class tensor {
     return to_xtensor<T>();
   }
 
-  tensor to(mg::dtype d) const;
-  tensor to(mg::device d) const;
-  tensor contiguous() const;
-  tensor clone() const;
-  tensor sum() const;
-  tensor sum(std::int64_t axis) const;
-  tensor mean() const;
-  tensor t() const;
+  // The members that record an operation take, last, the call site (Note [Call sites]).
+  tensor to(mg::dtype d, call_site site = {}) const;
+  tensor to(mg::device d, call_site site = {}) const;
+  tensor contiguous(call_site site = {}) const;
+  tensor clone(call_site site = {}) const;
+  tensor sum(call_site site = {}) const;
+  tensor sum(std::int64_t axis, call_site site = {}) const;
+  tensor mean(call_site site = {}) const;
+  tensor t(call_site site = {}) const;
 
   // Shape and indexing (views where torch's are; see <metagrad/ops/shape.hpp>, indexing.hpp).
-  tensor reshape(const shape_t& shape) const;
-  tensor view(const shape_t& shape) const;
-  tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1) const;
-  tensor squeeze() const;
-  tensor squeeze(std::int64_t dim) const;
-  tensor unsqueeze(std::int64_t dim) const;
-  tensor permute(const std::vector<std::int64_t>& dims) const;
-  tensor transpose(std::int64_t d0, std::int64_t d1) const;
-  tensor expand(const shape_t& shape) const;
-  tensor select(std::int64_t dim, std::int64_t index) const;
+  tensor reshape(const shape_t& shape, call_site site = {}) const;
+  tensor view(const shape_t& shape, call_site site = {}) const;
+  tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1, call_site site = {}) const;
+  tensor squeeze(call_site site = {}) const;
+  tensor squeeze(std::int64_t dim, call_site site = {}) const;
+  tensor unsqueeze(std::int64_t dim, call_site site = {}) const;
+  tensor permute(const std::vector<std::int64_t>& dims, call_site site = {}) const;
+  tensor transpose(std::int64_t d0, std::int64_t d1, call_site site = {}) const;
+  tensor expand(const shape_t& shape, call_site site = {}) const;
+  tensor select(std::int64_t dim, std::int64_t index, call_site site = {}) const;
   tensor slice(std::int64_t dim, std::optional<std::int64_t> start = {},
-               std::optional<std::int64_t> end = {}, std::int64_t step = 1) const;
-  tensor index_select(std::int64_t dim, const tensor& index) const;
+               std::optional<std::int64_t> end = {}, std::int64_t step = 1,
+               call_site site = {}) const;
+  tensor index_select(std::int64_t dim, const tensor& index, call_site site = {}) const;
   /// select(0, i): `t[1]` is the second row, a view.
-  tensor operator[](std::int64_t i) const;
+  tensor operator[](detail::tracked_index i) const;
 
   // In place (torch's semantics): recorded in the graph when grad mode is on; the version
   // counter is bumped; a leaf that requires grad cannot be modified in place in grad mode.
-  tensor& add_(const tensor& other);
-  tensor& add_(double other);
-  tensor& sub_(const tensor& other);
-  tensor& sub_(double other);
-  tensor& mul_(const tensor& other);
-  tensor& mul_(double other);
-  tensor& div_(const tensor& other);
-  tensor& div_(double other);
-  tensor& pow_(double exponent);
-  tensor& copy_(const tensor& src);
-  tensor& zero_();
-  tensor& fill_(double value);
-  tensor& clamp_(double lo, double hi);
-  tensor& neg_();
-  tensor& exp_();
-  tensor& log_();
-  tensor& sqrt_();
-  tensor& abs_();
-  tensor& sin_();
-  tensor& cos_();
-  tensor& tanh_();
-  tensor& sigmoid_();
-  tensor& relu_();
+  tensor& add_(const tensor& other, call_site site = {});
+  tensor& add_(double other, call_site site = {});
+  tensor& sub_(const tensor& other, call_site site = {});
+  tensor& sub_(double other, call_site site = {});
+  tensor& mul_(const tensor& other, call_site site = {});
+  tensor& mul_(double other, call_site site = {});
+  tensor& div_(const tensor& other, call_site site = {});
+  tensor& div_(double other, call_site site = {});
+  tensor& pow_(double exponent, call_site site = {});
+  tensor& copy_(const tensor& src, call_site site = {});
+  tensor& zero_(call_site site = {});
+  tensor& fill_(double value, call_site site = {});
+  tensor& clamp_(double lo, double hi, call_site site = {});
+  tensor& neg_(call_site site = {});
+  tensor& exp_(call_site site = {});
+  tensor& log_(call_site site = {});
+  tensor& sqrt_(call_site site = {});
+  tensor& abs_(call_site site = {});
+  tensor& sin_(call_site site = {});
+  tensor& cos_(call_site site = {});
+  tensor& tanh_(call_site site = {});
+  tensor& sigmoid_(call_site site = {});
+  tensor& relu_(call_site site = {});
 
   void backward(const tensor& grad = {}, const backward_options& options = {}) const;
   void backward(const backward_options& options) const { backward(tensor{}, options); }
@@ -267,16 +270,16 @@ tensor ones_like(const tensor& t);
 tensor full_like(const tensor& t, double value);
 tensor randn_like(const tensor& t);
 /// A recorded copy of t that owns its storage (torch's clone): `auto y = mg::clone(x);`.
-tensor clone(const tensor& t);
+tensor clone(const tensor& t, call_site site = {});
 
 /// The tensors joined along `dim` (`mg::cat({a, b}, 1)`); all shapes agree except along dim.
-tensor cat(const tensor_list& tensors, std::int64_t dim = 0);
+tensor cat(const tensor_list& tensors, std::int64_t dim = 0, call_site site = {});
 /// The tensors (of equal shapes) stacked along a new dimension `dim`.
-tensor stack(const tensor_list& tensors, std::int64_t dim = 0);
+tensor stack(const tensor_list& tensors, std::int64_t dim = 0, call_site site = {});
 /// index_select with an i64 index tensor (1-D).
-tensor index_select(const tensor& x, std::int64_t dim, const tensor& index);
+tensor index_select(const tensor& x, std::int64_t dim, const tensor& index, call_site site = {});
 /// cross_entropy with i64 class targets [N] for logits [N, C] (mean over the batch).
-tensor cross_entropy(const tensor& logits, const tensor& targets);
+tensor cross_entropy(const tensor& logits, const tensor& targets, call_site site = {});
 
 /// Prints the values (the first and last few of a large tensor), then shape, dtype, device,
 /// requires_grad and grad_fn: `std::cout << x;`.

@@ -1,11 +1,17 @@
 // Anomaly detection (torch's detect_anomaly): with it on, every node records the node whose
 // backward created it (double backward), and the engine checks every gradient a node computes.
 //
-// Note [Anomaly detection]: a node knows the forward call that recorded it (graph_node::site,
-// the std::source_location of the op's public function, where the op has one). With anomaly
-// mode on, a NaN or infinity in a gradient a node computed is an mg::error naming the node, the
-// input, and that call; a second line names the node whose backward recorded this one, if any,
-// and its call. Errors thrown inside a node's backward get the same lines appended.
+// Note [Anomaly detection]: a node knows the forward call that recorded it (graph_node::site):
+// every public op function, operator and op member of mg::tensor, and mg::apply, captures its
+// caller's std::source_location (mg::call_site, Note [Call sites] in <metagrad/call_site.hpp>)
+// and record_node copies it into the node, anomaly mode or not (a pointer; the file, line and
+// function are formatted only here). With anomaly mode on, a NaN or infinity in a gradient a
+// node computed is an mg::error naming the node, the input, and that call as file:line; a second
+// line names the node whose backward recorded this one (double backward), if any, and its call.
+// Any mg::error thrown while a node runs (its backward, a saved tensor's version check, a
+// custom Function's backward, a gradient of the wrong shape) gets the same lines appended by the
+// engine's call step. A node recorded with no public call around it (a library-internal
+// detail::call during backward) says "an unknown call".
 #pragma once
 
 #include <cmath>
@@ -26,7 +32,7 @@ inline void note_anomaly_parent(graph_node& n) {
   if (const auto* r = running_node(); r && *r) hooks_of(n.hooks).parent = *r;
 }
 
-inline std::string site_string(const std::source_location& s) {
+inline std::string site_string(const source_location& s) {
   if (s.line() == 0) return "an unknown call (an op without a call site)";
   std::ostringstream os;
   os << s.file_name() << ":" << s.line() << " (in " << s.function_name() << ")";
@@ -55,12 +61,17 @@ inline bool all_finite(const tensor_impl& g) {
   });
 }
 
+// The trace lines are appended by rethrow_with_trace, as to every error thrown while n runs.
 inline void check_anomaly(const graph_node& n, std::span<const impl_ptr> out) {
   for (std::size_t i = 0; i < out.size(); ++i)
     if (out[i] && !all_finite(*out[i]))
       fail("anomaly detection: the backward of ", n.name(),
            " returned NaN or infinite values in its gradient for input ", i, " (shape ",
-           shape_string(out[i]->shape), ")", forward_trace(n));
+           shape_string(out[i]->shape), ")");
+}
+
+[[noreturn]] inline void rethrow_with_trace(const graph_node& n, const mg::error& e) {
+  throw mg::error(e.what() + forward_trace(n));
 }
 
 }  // namespace mg::detail

@@ -33,6 +33,12 @@
 // nvcc 13 cannot instantiate class-type (fixed_string) template parameters: leaves of the static
 // engine are identified by integers instead. See docs/design.md, Note [Leaf identity].
 
+// Note [clang 14 source_location]: libstdc++ 12 defines std::source_location only for compilers
+// with __builtin_source_location, which clang has from version 15. Under clang 14 the call sites
+// of <metagrad/call_site.hpp> use detail::source_location, the same interface built from
+// __builtin_FILE/__builtin_FUNCTION/__builtin_LINE (which, as default arguments, also give the
+// caller's location).
+
 // Note [nvcc alias packs]: nvcc 13's front end replaces an alias template by its target before
 // handing the code to the host compiler, so a pack expansion whose pattern names the pack only
 // through the alias (`number<I>{}...` with `number<I> = double`) reaches g++ as `double{}...`

@@ -14,6 +14,7 @@
 
 #include <type_traits>
 
+#include <metagrad/call_site.hpp>
 #include <metagrad/detail/config.hpp>
 
 namespace mg::detail {
@@ -64,11 +65,16 @@ using family_t = typename join<family_of_t<X>...>::type;
 template <class... X>
 concept Operands = (!std::is_void_v<family_of_t<X>> && ...) && !std::is_void_v<family_t<X...>>;
 
-/// Operands of an operator (+, -, *, /, comparisons) defined by metagrad: at least one is an
-/// expression or a tensor (numbers and packs have their own operators).
+/// Operands of the generic operators (+, -, *, /, comparisons): at least one is a static-engine
+/// expression. Operators on tensors are overloads of their own, taking the tensor operand as
+/// detail::tracked so that they capture the caller's site (Note [Call sites]); numbers and packs
+/// have their own operators.
 template <class... X>
-concept OperatorOperands = Operands<X...> &&
-    (std::is_same_v<family_t<X...>, expr_family> || std::is_same_v<family_t<X...>, tensor_family>);
+concept OperatorOperands = Operands<X...> && std::is_same_v<family_t<X...>, expr_family>;
+
+/// The other operand of an operator on a tensor: a tensor or a number.
+template <class X>
+concept TensorOperatorOperand = std::is_arithmetic_v<X> || std::is_same_v<X, tensor>;
 
 /// Values that are 0-d in every evaluation: numbers and static-engine expressions (whose
 /// backward is traced symbolically, before any shape is known).
@@ -85,6 +91,30 @@ MG_HD MG_INLINE constexpr auto call(const Op& op, const X&... x) {
     return apply_in(F{}, op, x...);
   } else {
     return op.forward(x...);
+  }
+}
+
+// What a composite public function opens for its body: Note [Call sites].
+template <class... X>
+using site_scope_for =
+    std::conditional_t<std::is_same_v<family_t<X...>, tensor_family>, site_scope, no_site_scope>;
+
+// The tensor path of call_at (a function of its own: a constexpr function may not hold a
+// site_scope, which is not a literal type).
+template <class Op, class... X>
+auto call_in_scope(const call_site& site, const Op& op, const X&... x) {
+  const site_scope here(site);
+  return call(op, x...);
+}
+
+// call(op, x...) from a public function called at `site`: on tensors the node it records
+// names that call (Note [Call sites]); elsewhere the site is unused.
+template <class Op, class... X>
+MG_HD MG_INLINE constexpr auto call_at(const call_site& site, const Op& op, const X&... x) {
+  if constexpr (std::is_same_v<family_t<X...>, tensor_family>) {
+    return call_in_scope(site, op, x...);
+  } else {
+    return call(op, x...);
   }
 }
 

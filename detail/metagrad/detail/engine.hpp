@@ -199,6 +199,7 @@ inline void check_hook_result(const tensor& r, const tensor_meta& m, const char*
 }
 
 void check_anomaly(const graph_node& n, std::span<const impl_ptr> out);  // anomaly.hpp
+[[noreturn]] void rethrow_with_trace(const graph_node& n, const mg::error& e);
 
 inline tensor_list as_list(const std::vector<impl_ptr>& v) {
   tensor_list r;
@@ -424,7 +425,12 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
     task.buffer_of.erase(n);
     task.free_buffers.push_back(bi);
     if (!before_node(task, *n, grads_in, s.flags)) continue;
-    call_node(task, self, grads_in, out);
+    try {
+      call_node(task, self, grads_in, out);
+    } catch (const mg::error& e) {  // Note [Anomaly detection]: the error names n's forward
+      if (anomaly_mode().load(std::memory_order_relaxed)) rethrow_with_trace(*n, e);
+      throw;
+    }
     const auto edges = n->next_edges();
     for (std::size_t k = 0; k < edges.size(); ++k) {
       const auto& e = edges[k];

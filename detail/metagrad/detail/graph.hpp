@@ -20,11 +20,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <source_location>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include <metagrad/call_site.hpp>
 #include <metagrad/detail/storage.hpp>
 #include <metagrad/error.hpp>
 
@@ -185,7 +185,7 @@ struct graph_node {
 
   std::uint64_t sequence_nr = next_sequence_nr();
   std::shared_ptr<hook_set> hooks;  // created by the first hook registered on the node
-  std::source_location site{};      // the forward call that recorded it (when known)
+  source_location site{};           // the forward call that recorded it (Note [Call sites])
 };
 
 }  // namespace mg::detail

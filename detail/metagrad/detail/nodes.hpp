@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include <metagrad/call_site.hpp>
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/detail/hooks.hpp>
@@ -110,13 +111,6 @@ constexpr std::array<std::uint32_t, N> gradient_reads() {
 // requires grad), or none.
 edge gradient_edge(const impl_ptr& t);
 
-// The forward call being recorded (set by ops' public functions when known; Note [Anomaly
-// detection] in anomaly.hpp).
-inline std::source_location& current_site() {
-  thread_local std::source_location s{};
-  return s;
-}
-
 // Anomaly mode: is it on, and which node is running backward (the parent of nodes recorded
 // by a backward under create_graph).
 inline std::atomic<bool>& anomaly_mode() {
@@ -144,7 +138,7 @@ void record_node(const std::shared_ptr<graph_node>& n, const In& inputs, const O
     meta[k] = meta_of(o);
     ++k;
   }
-  n->site = current_site();
+  n->site = current_site();  // Note [Call sites] (<metagrad/call_site.hpp>)
   if (anomaly_mode().load(std::memory_order_relaxed)) note_anomaly_parent(*n);
 }
 

@@ -168,7 +168,8 @@ inline void refresh_view(tensor_impl& t) {
 // as_strided of the base (torch's CopySlices).
 template <class F>
 tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool saves_self,
-                 F&& compute) {
+                 const call_site& site, F&& compute) {
+  const site_scope here(site);                // Note [Call sites]: the nodes below name the caller
   const prof::op_range profiled(name, self);  // <metagrad/profiler.hpp>
   auto& si = const_cast<tensor_impl&>(operand(self, name));
   refresh_view(si);
@@ -259,24 +260,26 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
 }
 
 template <class Op>
-tensor& binary_in_place(tensor& self, const tensor& other, const Op& op, const char* name) {
+tensor& binary_in_place(tensor& self, const tensor& other, const Op& op, const char* name,
+                        const call_site& site) {
   check_same_device(operand(self, name), operand(other, name), name);
-  return in_place(self, name, other.requires_grad(), saves_inputs_v<Op>,
+  return in_place(self, name, other.requires_grad(), saves_inputs_v<Op>, site,
                   [&](const tensor& x) { return call(op, x, other); });
 }
 // A number: on an integer tensor an integral value counts as an integer (`i.add_(2)`), so the
 // result stays an integer where the op keeps integers.
 template <class Op>
-tensor& binary_in_place(tensor& self, double other, const Op& op, const char* name) {
+tensor& binary_in_place(tensor& self, double other, const Op& op, const char* name,
+                        const call_site& site) {
   const bool integral = !is_floating(operand(self, name).dtype()) && std::isfinite(other) &&
                         std::trunc(other) == other && std::fabs(other) < 9.0e15;
-  return in_place(self, name, false, saves_inputs_v<Op>, [&](const tensor& x) {
+  return in_place(self, name, false, saves_inputs_v<Op>, site, [&](const tensor& x) {
     return integral ? call(op, x, static_cast<std::int64_t>(other)) : call(op, x, other);
   });
 }
 template <class Op>
-tensor& unary_in_place(tensor& self, const Op& op, const char* name) {
-  return in_place(self, name, false, saves_inputs_v<Op>,
+tensor& unary_in_place(tensor& self, const Op& op, const char* name, const call_site& site) {
+  return in_place(self, name, false, saves_inputs_v<Op>, site,
                   [&](const tensor& x) { return call(op, x); });
 }
 }  // namespace detail
@@ -360,29 +363,29 @@ xt::xarray<T> tensor::to_xtensor() const {
 
 // ---- conversions and shorthands ---------------------------------------------------------------
 
-inline tensor tensor::to(mg::dtype d) const {
+inline tensor tensor::to(mg::dtype d, call_site site) const {
   const auto& xi = detail::operand(*this, "to");
   if (xi.dtype() == d) return *this;
-  return detail::call(to_dtype_op{d, xi.dtype()}, *this);
+  return detail::call_at(site, to_dtype_op{d, xi.dtype()}, *this);
 }
 
-inline tensor tensor::to(mg::device dev) const {
+inline tensor tensor::to(mg::device dev, call_site site) const {
   const auto& xi = detail::operand(*this, "to");
   if (xi.device() == dev) return *this;
-  return detail::call(to_device_op{dev, xi.device()}, *this);
+  return detail::call_at(site, to_device_op{dev, xi.device()}, *this);
 }
 
-inline tensor tensor::contiguous() const {
+inline tensor tensor::contiguous(call_site site) const {
   const auto& xi = detail::operand(*this, "contiguous");
   if (xi.is_contiguous()) return *this;
-  return detail::call(contiguous_op{}, *this);
+  return detail::call_at(site, contiguous_op{}, *this);
 }
 
-inline tensor tensor::clone() const {
+inline tensor tensor::clone(call_site site) const {
   detail::operand(*this, "clone");
-  return detail::call(clone_op{}, *this);
+  return detail::call_at(site, clone_op{}, *this);
 }
-inline tensor clone(const tensor& t) { return t.clone(); }
+inline tensor clone(const tensor& t, call_site site) { return t.clone(site); }
 
 inline tensor zeros_like(const tensor& t) {
   return zeros(t.shape(), {.dtype = t.dtype(), .device = t.device()});
@@ -417,37 +420,52 @@ inline std::ostream& operator<<(std::ostream& os, const tensor& t) {
   return os << ")";
 }
 
-inline tensor tensor::sum() const { return mg::sum(*this); }
-inline tensor tensor::sum(std::int64_t axis) const { return mg::sum(*this, axis); }
-inline tensor tensor::t() const { return mg::transpose(*this); }
+inline tensor tensor::sum(call_site site) const { return mg::sum(*this, site); }
+inline tensor tensor::sum(std::int64_t axis, call_site site) const {
+  return mg::sum(*this, axis, false, site);
+}
+inline tensor tensor::t(call_site site) const { return mg::transpose(*this, site); }
 
-inline tensor tensor::mean() const { return mg::mean(*this); }
-inline tensor tensor::reshape(const shape_t& shape) const { return mg::reshape(*this, shape); }
-inline tensor tensor::view(const shape_t& shape) const { return mg::view(*this, shape); }
-inline tensor tensor::flatten(std::int64_t s, std::int64_t e) const {
-  return mg::flatten(*this, s, e);
+inline tensor tensor::mean(call_site site) const { return mg::mean(*this, site); }
+inline tensor tensor::reshape(const shape_t& shape, call_site site) const {
+  return mg::reshape(*this, shape, site);
 }
-inline tensor tensor::squeeze() const { return mg::squeeze(*this); }
-inline tensor tensor::squeeze(std::int64_t dim) const { return mg::squeeze(*this, dim); }
-inline tensor tensor::unsqueeze(std::int64_t dim) const { return mg::unsqueeze(*this, dim); }
-inline tensor tensor::permute(const std::vector<std::int64_t>& dims) const {
-  return mg::permute(*this, dims);
+inline tensor tensor::view(const shape_t& shape, call_site site) const {
+  return mg::view(*this, shape, site);
 }
-inline tensor tensor::transpose(std::int64_t d0, std::int64_t d1) const {
-  return mg::transpose(*this, d0, d1);
+inline tensor tensor::flatten(std::int64_t s, std::int64_t e, call_site site) const {
+  return mg::flatten(*this, s, e, site);
 }
-inline tensor tensor::expand(const shape_t& shape) const { return mg::expand(*this, shape); }
-inline tensor tensor::select(std::int64_t dim, std::int64_t index) const {
-  return mg::select(*this, dim, index);
+inline tensor tensor::squeeze(call_site site) const { return mg::squeeze(*this, site); }
+inline tensor tensor::squeeze(std::int64_t dim, call_site site) const {
+  return mg::squeeze(*this, dim, site);
+}
+inline tensor tensor::unsqueeze(std::int64_t dim, call_site site) const {
+  return mg::unsqueeze(*this, dim, site);
+}
+inline tensor tensor::permute(const std::vector<std::int64_t>& dims, call_site site) const {
+  return mg::permute(*this, dims, site);
+}
+inline tensor tensor::transpose(std::int64_t d0, std::int64_t d1, call_site site) const {
+  return mg::transpose(*this, d0, d1, site);
+}
+inline tensor tensor::expand(const shape_t& shape, call_site site) const {
+  return mg::expand(*this, shape, site);
+}
+inline tensor tensor::select(std::int64_t dim, std::int64_t index, call_site site) const {
+  return mg::select(*this, dim, index, site);
 }
 inline tensor tensor::slice(std::int64_t dim, std::optional<std::int64_t> start,
-                            std::optional<std::int64_t> end, std::int64_t step) const {
-  return mg::slice(*this, dim, start, end, step);
+                            std::optional<std::int64_t> end, std::int64_t step,
+                            call_site site) const {
+  return mg::slice(*this, dim, start, end, step, site);
 }
-inline tensor tensor::index_select(std::int64_t dim, const tensor& index) const {
-  return mg::index_select(*this, dim, index);
+inline tensor tensor::index_select(std::int64_t dim, const tensor& index, call_site site) const {
+  return mg::index_select(*this, dim, index, site);
 }
-inline tensor tensor::operator[](std::int64_t i) const { return mg::select(*this, 0, i); }
+inline tensor tensor::operator[](detail::tracked_index i) const {
+  return mg::select(*this, 0, i.value, i.site);
+}
 
 namespace detail {
 // The elements of an i64 index tensor of rank <= 1, on the host.
@@ -478,11 +496,12 @@ struct cat_list_node : graph_node {
 };
 }  // namespace detail
 
-inline tensor index_select(const tensor& x, std::int64_t dim, const tensor& index) {
-  return mg::index_select(x, dim, detail::index_values(index, "index_select"));
+inline tensor index_select(const tensor& x, std::int64_t dim, const tensor& index, call_site site) {
+  return mg::index_select(x, dim, detail::index_values(index, "index_select"), site);
 }
 
-inline tensor cat(const tensor_list& xs, std::int64_t dim) {
+inline tensor cat(const tensor_list& xs, std::int64_t dim, call_site site) {
+  const detail::site_scope here(site);
   const detail::prof::op_range profiled("cat", xs);  // <metagrad/profiler.hpp>
   std::vector<shape_t> shapes;
   for (const auto& x : xs) shapes.push_back(detail::operand(x, "cat").shape);
@@ -502,7 +521,8 @@ inline tensor cat(const tensor_list& xs, std::int64_t dim) {
   return out;
 }
 
-inline tensor stack(const tensor_list& xs, std::int64_t dim) {
+inline tensor stack(const tensor_list& xs, std::int64_t dim, call_site site) {
+  const detail::site_scope here(site);
   std::vector<shape_t> shapes;
   for (const auto& x : xs) shapes.push_back(detail::operand(x, "stack").shape);
   detail::check_stack(shapes);
@@ -512,7 +532,7 @@ inline tensor stack(const tensor_list& xs, std::int64_t dim) {
   return mg::cat(u, static_cast<std::int64_t>(d));
 }
 
-inline tensor cross_entropy(const tensor& logits, const tensor& targets) {
+inline tensor cross_entropy(const tensor& logits, const tensor& targets, call_site site) {
   detail::operand(logits, "cross_entropy");
   detail::operand(targets, "cross_entropy");
   if (targets.dtype() != dtype::i64)
@@ -523,62 +543,76 @@ inline tensor cross_entropy(const tensor& logits, const tensor& targets) {
     detail::fail("cross_entropy: targets of shape ", detail::shape_string(targets.shape()),
                  " for logits of shape ", detail::shape_string(logits.shape()),
                  "; expected targets [N] for logits [N, C] (or 0-d for logits [C])");
-  return mg::cross_entropy(logits, detail::index_values(targets, "cross_entropy"));
+  return mg::cross_entropy(logits, detail::index_values(targets, "cross_entropy"), site);
 }
 
 // ---- in place: Note [In-place ops] -------------------------------------------------------------
 
-inline tensor& tensor::add_(const tensor& o) {
-  return detail::binary_in_place(*this, o, add_op{}, "add_");
+inline tensor& tensor::add_(const tensor& o, call_site site) {
+  return detail::binary_in_place(*this, o, add_op{}, "add_", site);
 }
-inline tensor& tensor::add_(double o) {
-  return detail::binary_in_place(*this, o, add_op{}, "add_");
+inline tensor& tensor::add_(double o, call_site site) {
+  return detail::binary_in_place(*this, o, add_op{}, "add_", site);
 }
-inline tensor& tensor::sub_(const tensor& o) {
-  return detail::binary_in_place(*this, o, sub_op{}, "sub_");
+inline tensor& tensor::sub_(const tensor& o, call_site site) {
+  return detail::binary_in_place(*this, o, sub_op{}, "sub_", site);
 }
-inline tensor& tensor::sub_(double o) {
-  return detail::binary_in_place(*this, o, sub_op{}, "sub_");
+inline tensor& tensor::sub_(double o, call_site site) {
+  return detail::binary_in_place(*this, o, sub_op{}, "sub_", site);
 }
-inline tensor& tensor::mul_(const tensor& o) {
-  return detail::binary_in_place(*this, o, mul_op{}, "mul_");
+inline tensor& tensor::mul_(const tensor& o, call_site site) {
+  return detail::binary_in_place(*this, o, mul_op{}, "mul_", site);
 }
-inline tensor& tensor::mul_(double o) {
-  return detail::binary_in_place(*this, o, mul_op{}, "mul_");
+inline tensor& tensor::mul_(double o, call_site site) {
+  return detail::binary_in_place(*this, o, mul_op{}, "mul_", site);
 }
-inline tensor& tensor::div_(const tensor& o) {
-  return detail::binary_in_place(*this, o, div_op{}, "div_");
+inline tensor& tensor::div_(const tensor& o, call_site site) {
+  return detail::binary_in_place(*this, o, div_op{}, "div_", site);
 }
-inline tensor& tensor::div_(double o) {
-  return detail::binary_in_place(*this, o, div_op{}, "div_");
+inline tensor& tensor::div_(double o, call_site site) {
+  return detail::binary_in_place(*this, o, div_op{}, "div_", site);
 }
-inline tensor& tensor::pow_(double e) {
+inline tensor& tensor::pow_(double e, call_site site) {
   const bool integral =
       !detail::is_floating(detail::operand(*this, "pow_").dtype()) && e >= 0 && std::trunc(e) == e;
-  return detail::unary_in_place(*this, pow_op{e, integral}, "pow_");
+  return detail::unary_in_place(*this, pow_op{e, integral}, "pow_", site);
 }
-inline tensor& tensor::clamp_(double lo, double hi) {
-  return detail::unary_in_place(*this, clamp_op{lo, hi}, "clamp_");
+inline tensor& tensor::clamp_(double lo, double hi, call_site site) {
+  return detail::unary_in_place(*this, clamp_op{lo, hi}, "clamp_", site);
 }
-inline tensor& tensor::neg_() {
-  return detail::in_place(*this, "neg_", false, false,
+inline tensor& tensor::neg_(call_site site) {
+  return detail::in_place(*this, "neg_", false, false, site,
                           [](const tensor& x) { return detail::call(neg_op{}, x); });
 }
-inline tensor& tensor::abs_() {
-  return detail::in_place(*this, "abs_", false, true,
+inline tensor& tensor::abs_(call_site site) {
+  return detail::in_place(*this, "abs_", false, true, site,
                           [](const tensor& x) { return detail::call(abs_op{}, x); });
 }
-inline tensor& tensor::exp_() { return detail::unary_in_place(*this, exp_op{}, "exp_"); }
-inline tensor& tensor::log_() { return detail::unary_in_place(*this, log_op{}, "log_"); }
-inline tensor& tensor::sqrt_() { return detail::unary_in_place(*this, sqrt_op{}, "sqrt_"); }
-inline tensor& tensor::sin_() { return detail::unary_in_place(*this, sin_op{}, "sin_"); }
-inline tensor& tensor::cos_() { return detail::unary_in_place(*this, cos_op{}, "cos_"); }
-inline tensor& tensor::tanh_() { return detail::unary_in_place(*this, tanh_op{}, "tanh_"); }
-inline tensor& tensor::sigmoid_() {
-  return detail::unary_in_place(*this, sigmoid_op{}, "sigmoid_");
+inline tensor& tensor::exp_(call_site site) {
+  return detail::unary_in_place(*this, exp_op{}, "exp_", site);
 }
-inline tensor& tensor::relu_() { return detail::unary_in_place(*this, relu_op{}, "relu_"); }
-inline tensor& tensor::copy_(const tensor& src) {
+inline tensor& tensor::log_(call_site site) {
+  return detail::unary_in_place(*this, log_op{}, "log_", site);
+}
+inline tensor& tensor::sqrt_(call_site site) {
+  return detail::unary_in_place(*this, sqrt_op{}, "sqrt_", site);
+}
+inline tensor& tensor::sin_(call_site site) {
+  return detail::unary_in_place(*this, sin_op{}, "sin_", site);
+}
+inline tensor& tensor::cos_(call_site site) {
+  return detail::unary_in_place(*this, cos_op{}, "cos_", site);
+}
+inline tensor& tensor::tanh_(call_site site) {
+  return detail::unary_in_place(*this, tanh_op{}, "tanh_", site);
+}
+inline tensor& tensor::sigmoid_(call_site site) {
+  return detail::unary_in_place(*this, sigmoid_op{}, "sigmoid_", site);
+}
+inline tensor& tensor::relu_(call_site site) {
+  return detail::unary_in_place(*this, relu_op{}, "relu_", site);
+}
+inline tensor& tensor::copy_(const tensor& src, call_site site) {
   const auto& si = detail::operand(*this, "copy_");
   detail::operand(src, "copy_");
   if (!detail::broadcastable_to(src.shape(), si.shape))
@@ -587,19 +621,19 @@ inline tensor& tensor::copy_(const tensor& src) {
   const mg::dtype d = si.dtype();
   const mg::device dev = si.device();
   const shape_t shape = si.shape;
-  return detail::in_place(*this, "copy_", src.requires_grad(), false,
+  return detail::in_place(*this, "copy_", src.requires_grad(), false, site,
                           [&](const tensor&) { return mg::expand(src.to(d).to(dev), shape); });
 }
-inline tensor& tensor::fill_(double value) {
+inline tensor& tensor::fill_(double value, call_site site) {
   const auto& si = detail::operand(*this, "fill_");
   const mg::dtype d = si.dtype();
   const mg::device dev = si.device();
   const shape_t shape = si.shape;
-  return detail::in_place(*this, "fill_", false, false, [&](const tensor&) {
+  return detail::in_place(*this, "fill_", false, false, site, [&](const tensor&) {
     return full(shape, value, {.dtype = d, .device = dev});
   });
 }
-inline tensor& tensor::zero_() { return fill_(0.0); }
+inline tensor& tensor::zero_(call_site site) { return fill_(0.0, site); }
 
 // ---- autograd ---------------------------------------------------------------------------------
 

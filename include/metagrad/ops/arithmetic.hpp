@@ -1,8 +1,13 @@
 // Arithmetic: + - * / and unary -, pow (a number exponent, or elementwise), maximum, minimum,
 // atan2. Each op is one struct,
 // evaluated unchanged by every engine and backend (see <metagrad/ops/math.hpp> for the
-// conventions), and one line that names it.
+// conventions), and one line that names it. Each operator has a generic template for
+// static-engine expressions and two overloads for tensors (tensor @ tensor-or-number, number @
+// tensor) that take the tensor as detail::tracked, so that its node knows the caller's line.
 #pragma once
+
+#include <concepts>
+#include <type_traits>
 
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/config.hpp>
@@ -27,6 +32,16 @@ template <class L, class R>
 requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator+(const L& a, const R& b) {
   return detail::call(add_op{}, a, b);
 }
+template <class R>
+requires detail::TensorOperatorOperand<R>
+auto operator+(detail::tracked a, const R& b) {
+  return detail::call_at(a.site, add_op{}, a.value, b);
+}
+template <class L>
+requires std::is_arithmetic_v<L>
+auto operator+(const L& a, detail::tracked b) {
+  return detail::call_at(b.site, add_op{}, a, b.value);
+}
 
 struct sub_op {
   static constexpr const char* name = "sub";
@@ -41,6 +56,16 @@ struct sub_op {
 template <class L, class R>
 requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator-(const L& a, const R& b) {
   return detail::call(sub_op{}, a, b);
+}
+template <class R>
+requires detail::TensorOperatorOperand<R>
+auto operator-(detail::tracked a, const R& b) {
+  return detail::call_at(a.site, sub_op{}, a.value, b);
+}
+template <class L>
+requires std::is_arithmetic_v<L>
+auto operator-(const L& a, detail::tracked b) {
+  return detail::call_at(b.site, sub_op{}, a, b.value);
 }
 
 struct mul_op {
@@ -57,6 +82,16 @@ template <class L, class R>
 requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator*(const L& a, const R& b) {
   return detail::call(mul_op{}, a, b);
 }
+template <class R>
+requires detail::TensorOperatorOperand<R>
+auto operator*(detail::tracked a, const R& b) {
+  return detail::call_at(a.site, mul_op{}, a.value, b);
+}
+template <class L>
+requires std::is_arithmetic_v<L>
+auto operator*(const L& a, detail::tracked b) {
+  return detail::call_at(b.site, mul_op{}, a, b.value);
+}
 
 struct div_op {
   static constexpr const char* name = "div";
@@ -72,6 +107,16 @@ template <class L, class R>
 requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator/(const L& a, const R& b) {
   return detail::call(div_op{}, a, b);
 }
+template <class R>
+requires detail::TensorOperatorOperand<R>
+auto operator/(detail::tracked a, const R& b) {
+  return detail::call_at(a.site, div_op{}, a.value, b);
+}
+template <class L>
+requires std::is_arithmetic_v<L>
+auto operator/(const L& a, detail::tracked b) {
+  return detail::call_at(b.site, div_op{}, a, b.value);
+}
 
 struct neg_op {
   static constexpr const char* name = "neg";
@@ -84,6 +129,12 @@ struct neg_op {
 template <class X>
 requires detail::OperatorOperands<X> MG_HD constexpr auto operator-(const X& x) {
   return detail::call(neg_op{}, x);
+}
+// (T is tensor: named so that the body is compiled where tensor is complete)
+template <class T = tensor>
+requires std::same_as<T, tensor>
+auto operator-(detail::tracked x) {
+  return detail::call_at(x.site, neg_op{}, static_cast<const T&>(x.value));
 }
 
 /// x^p for a number exponent p (an attribute of the op, not an input). Integral exponents
@@ -101,8 +152,9 @@ struct pow_op {
   }
 };
 template <class X, class P>
-requires detail::Operands<X> && std::is_arithmetic_v<P> MG_HD constexpr auto pow(const X& x, P p) {
-  return detail::call(pow_op{static_cast<double>(p), std::is_integral_v<P> && p >= 0}, x);
+requires detail::Operands<X> && std::is_arithmetic_v<P> MG_HD constexpr auto pow(
+    const X& x, P p, call_site site = {}) {
+  return detail::call_at(site, pow_op{static_cast<double>(p), std::is_integral_v<P> && p >= 0}, x);
 }
 
 /// a^b elementwise (numpy broadcasting); a number base or exponent joins as a 0-d tensor. The
@@ -124,8 +176,8 @@ struct pow_elementwise_op {
 };
 template <class A, class B>
 requires detail::Operands<A, B> &&(!std::is_arithmetic_v<B>)MG_HD
-    constexpr auto pow(const A& a, const B& b) {
-  return detail::call(pow_elementwise_op{}, a, b);
+    constexpr auto pow(const A& a, const B& b, call_site site = {}) {
+  return detail::call_at(site, pow_elementwise_op{}, a, b);
 }
 
 /// The larger of a and b elementwise; at ties each gets half the gradient (torch 1.13).
@@ -145,8 +197,9 @@ struct maximum_op {
   }
 };
 template <class A, class B>
-requires detail::Operands<A, B> MG_HD constexpr auto maximum(const A& a, const B& b) {
-  return detail::call(maximum_op{}, a, b);
+requires detail::Operands<A, B> MG_HD constexpr auto maximum(const A& a, const B& b,
+                                                             call_site site = {}) {
+  return detail::call_at(site, maximum_op{}, a, b);
 }
 
 /// The smaller of a and b elementwise; at ties each gets half the gradient (torch 1.13).
@@ -166,8 +219,9 @@ struct minimum_op {
   }
 };
 template <class A, class B>
-requires detail::Operands<A, B> MG_HD constexpr auto minimum(const A& a, const B& b) {
-  return detail::call(minimum_op{}, a, b);
+requires detail::Operands<A, B> MG_HD constexpr auto minimum(const A& a, const B& b,
+                                                             call_site site = {}) {
+  return detail::call_at(site, minimum_op{}, a, b);
 }
 
 /// atan2(a, b): the angle of the point (b, a), in (-pi, pi].
@@ -184,8 +238,9 @@ struct atan2_op {
   }
 };
 template <class A, class B>
-requires detail::Operands<A, B> MG_HD constexpr auto atan2(const A& a, const B& b) {
-  return detail::call(atan2_op{}, a, b);
+requires detail::Operands<A, B> MG_HD constexpr auto atan2(const A& a, const B& b,
+                                                           call_site site = {}) {
+  return detail::call_at(site, atan2_op{}, a, b);
 }
 
 using arithmetic_ops = op_list<add_op, sub_op, mul_op, div_op, neg_op, pow_op, pow_elementwise_op,

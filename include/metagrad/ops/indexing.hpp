@@ -29,13 +29,14 @@ namespace mg {
 template <class X>
 requires detail::Operands<X>
 auto slice(const X& x, std::int64_t dim, std::optional<std::int64_t> start = {},
-           std::optional<std::int64_t> end = {}, std::int64_t step = 1);
+           std::optional<std::int64_t> end = {}, std::int64_t step = 1, call_site site = {});
 template <class X>
 requires detail::Operands<X>
-auto select(const X& x, std::int64_t dim, std::int64_t index);
+auto select(const X& x, std::int64_t dim, std::int64_t index, call_site site = {});
 template <class X>
 requires detail::Operands<X>
-auto index_select(const X& x, std::int64_t dim, const std::vector<std::int64_t>& index);
+auto index_select(const X& x, std::int64_t dim, const std::vector<std::int64_t>& index,
+                  call_site site = {});
 
 /// g written into zeros of `shape` at the elements a slice (or, with `drop`, a select) took:
 /// the adjoint of slice and select.
@@ -81,8 +82,8 @@ struct slice_op {
 template <class X>
 requires detail::Operands<X>
 auto slice(const X& x, std::int64_t dim, std::optional<std::int64_t> start,
-           std::optional<std::int64_t> end, std::int64_t step) {
-  return detail::call(slice_op{{dim, start, end, step}}, x);
+           std::optional<std::int64_t> end, std::int64_t step, call_site site) {
+  return detail::call_at(site, slice_op{{dim, start, end, step}}, x);
 }
 
 /// The elements at `index` along `dim`, without that dimension (a view on tensors; `t[i]` is
@@ -109,8 +110,8 @@ struct select_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto select(const X& x, std::int64_t dim, std::int64_t index) {
-  return detail::call(select_op{dim, index}, x);
+auto select(const X& x, std::int64_t dim, std::int64_t index, call_site site) {
+  return detail::call_at(site, select_op{dim, index}, x);
 }
 
 /// Zeros of `shape` with slice k of g along `dim` added at index[k] (repeated indices add up):
@@ -162,8 +163,9 @@ struct index_select_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto index_select(const X& x, std::int64_t dim, const std::vector<std::int64_t>& index) {
-  return detail::call(index_select_op{dim, index}, x);
+auto index_select(const X& x, std::int64_t dim, const std::vector<std::int64_t>& index,
+                  call_site site) {
+  return detail::call_at(site, index_select_op{dim, index}, x);
 }
 
 /// N operands joined along `dim`; their other extents agree.
@@ -201,13 +203,17 @@ struct cat_op {
 /// cat and stack of a tuple of operands (any family, the static engine included).
 template <class... X>
 requires detail::Operands<X...> &&
-    (sizeof...(X) >= 2) auto cat(const std::tuple<X...>& xs, std::int64_t dim = 0) {
+    (sizeof...(X) >= 2) auto cat(const std::tuple<X...>& xs, std::int64_t dim = 0,
+                                 call_site site = {}) {
+  const detail::site_scope_for<X...> here(site);
   return std::apply([&](const auto&... x) { return detail::call(cat_op<sizeof...(X)>{dim}, x...); },
                     xs);
 }
 template <class... X>
 requires detail::Operands<X...> &&
-    (sizeof...(X) >= 2) auto stack(const std::tuple<X...>& xs, std::int64_t dim = 0) {
+    (sizeof...(X) >= 2) auto stack(const std::tuple<X...>& xs, std::int64_t dim = 0,
+                                   call_site site = {}) {
+  const detail::site_scope_for<X...> here(site);
   return std::apply(
       [&](const auto&... x) {
         return detail::call(cat_op<sizeof...(X)>{dim}, mg::unsqueeze(x, dim)...);

@@ -17,7 +17,7 @@ namespace mg {
 
 template <class A, class B>
 requires detail::Operands<A, B>
-auto matmul(const A& a, const B& b);
+auto matmul(const A& a, const B& b, call_site site = {});
 
 namespace detail {
 // x^T for a matrix product within one expression: on xtensor arrays a view (BLAS reads it as a
@@ -71,7 +71,9 @@ struct matmul_op {
 };
 template <class A, class B>
 requires detail::Operands<A, B>
-auto matmul(const A& a, const B& b) { return detail::call(matmul_op{}, a, b); }
+auto matmul(const A& a, const B& b, call_site site) {
+  return detail::call_at(site, matmul_op{}, a, b);
+}
 
 namespace detail {
 template <class A, class B>
@@ -103,7 +105,9 @@ struct dot_op {
 };
 template <class A, class B>
 requires detail::Operands<A, B>
-auto dot(const A& a, const B& b) { return detail::call(dot_op{}, a, b); }
+auto dot(const A& a, const B& b, call_site site = {}) {
+  return detail::call_at(site, dot_op{}, a, b);
+}
 
 /// The outer product of two 1-D operands: (n) x (m) -> (n, m).
 struct outer_op {
@@ -127,7 +131,9 @@ struct outer_op {
 };
 template <class A, class B>
 requires detail::Operands<A, B>
-auto outer(const A& a, const B& b) { return detail::call(outer_op{}, a, b); }
+auto outer(const A& a, const B& b, call_site site = {}) {
+  return detail::call_at(site, outer_op{}, a, b);
+}
 
 using linalg_ops = op_list<matmul_op, dot_op, outer_op>;
 

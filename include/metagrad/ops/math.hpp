@@ -9,8 +9,11 @@
 //     gradient of the output; a one-input backward returns its gradient, a multi-input one
 //     mg::grads{...}. Gradients are in the output's shape: broadcasting engines sum them back.
 //   - `name`, and `saves`: which of x and y backward reads (the runtime engine keeps only those).
-//   - the public function is `detail::call(op, args...)`, which picks the evaluator from the
-//     arguments (numbers, expressions, tensors); a number mixes with any of them.
+//   - the public function is `detail::call_at(site, op, args...)`, which picks the evaluator from
+//     the arguments (numbers, expressions, tensors); a number mixes with any of them. Its last
+//     parameter, `call_site site = {}`, is where it was called, which a tensor's node keeps for
+//     anomaly detection (Note [Call sites] in <metagrad/call_site.hpp>); operators, which take
+//     no such parameter, have tensor overloads taking the tensor as detail::tracked.
 //   - the family's `op_list` names it once more, for the device backends and the tests.
 #pragma once
 
@@ -36,8 +39,8 @@ struct exp_op {
   MG_HD static constexpr auto backward(const auto&, const auto& y, const auto& g) { return g * y; }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto exp(const X& x) {
-  return detail::call(exp_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto exp(const X& x, call_site site = {}) {
+  return detail::call_at(site, exp_op{}, x);
 }
 
 struct log_op {
@@ -51,8 +54,8 @@ struct log_op {
   MG_HD static constexpr auto backward(const auto& x, const auto&, const auto& g) { return g / x; }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto log(const X& x) {
-  return detail::call(log_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto log(const X& x, call_site site = {}) {
+  return detail::call_at(site, log_op{}, x);
 }
 
 struct log1p_op {
@@ -68,8 +71,8 @@ struct log1p_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto log1p(const X& x) {
-  return detail::call(log1p_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto log1p(const X& x, call_site site = {}) {
+  return detail::call_at(site, log1p_op{}, x);
 }
 
 struct expm1_op {
@@ -85,8 +88,8 @@ struct expm1_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto expm1(const X& x) {
-  return detail::call(expm1_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto expm1(const X& x, call_site site = {}) {
+  return detail::call_at(site, expm1_op{}, x);
 }
 
 struct sqrt_op {
@@ -102,8 +105,8 @@ struct sqrt_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto sqrt(const X& x) {
-  return detail::call(sqrt_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto sqrt(const X& x, call_site site = {}) {
+  return detail::call_at(site, sqrt_op{}, x);
 }
 
 struct rsqrt_op {
@@ -119,8 +122,8 @@ struct rsqrt_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto rsqrt(const X& x) {
-  return detail::call(rsqrt_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto rsqrt(const X& x, call_site site = {}) {
+  return detail::call_at(site, rsqrt_op{}, x);
 }
 
 /// |x|; its gradient at 0 is 0 (torch's sign(0) = 0).
@@ -139,8 +142,8 @@ struct abs_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto abs(const X& x) {
-  return detail::call(abs_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto abs(const X& x, call_site site = {}) {
+  return detail::call_at(site, abs_op{}, x);
 }
 
 struct sin_op {
@@ -157,8 +160,8 @@ struct sin_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto sin(const X& x) {
-  return detail::call(sin_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto sin(const X& x, call_site site = {}) {
+  return detail::call_at(site, sin_op{}, x);
 }
 
 struct cos_op {
@@ -175,8 +178,8 @@ struct cos_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto cos(const X& x) {
-  return detail::call(cos_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto cos(const X& x, call_site site = {}) {
+  return detail::call_at(site, cos_op{}, x);
 }
 
 struct tan_op {
@@ -192,8 +195,8 @@ struct tan_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto tan(const X& x) {
-  return detail::call(tan_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto tan(const X& x, call_site site = {}) {
+  return detail::call_at(site, tan_op{}, x);
 }
 
 struct tanh_op {
@@ -209,8 +212,8 @@ struct tanh_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto tanh(const X& x) {
-  return detail::call(tanh_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto tanh(const X& x, call_site site = {}) {
+  return detail::call_at(site, tanh_op{}, x);
 }
 
 struct sigmoid_op {
@@ -226,8 +229,8 @@ struct sigmoid_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto sigmoid(const X& x) {
-  return detail::call(sigmoid_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto sigmoid(const X& x, call_site site = {}) {
+  return detail::call_at(site, sigmoid_op{}, x);
 }
 
 /// max(x, 0); its gradient at 0 is 0, as torch's.
@@ -246,8 +249,8 @@ struct relu_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto relu(const X& x) {
-  return detail::call(relu_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto relu(const X& x, call_site site = {}) {
+  return detail::call_at(site, relu_op{}, x);
 }
 
 struct erf_op {
@@ -264,8 +267,8 @@ struct erf_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto erf(const X& x) {
-  return detail::call(erf_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto erf(const X& x, call_site site = {}) {
+  return detail::call_at(site, erf_op{}, x);
 }
 
 struct square_op {
@@ -279,8 +282,8 @@ struct square_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto square(const X& x) {
-  return detail::call(square_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto square(const X& x, call_site site = {}) {
+  return detail::call_at(site, square_op{}, x);
 }
 
 struct reciprocal_op {
@@ -293,8 +296,8 @@ struct reciprocal_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto reciprocal(const X& x) {
-  return detail::call(reciprocal_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto reciprocal(const X& x, call_site site = {}) {
+  return detail::call_at(site, reciprocal_op{}, x);
 }
 
 /// log(1 + e^x), torch's defaults (beta = 1, threshold = 20): x itself above 20.
@@ -313,8 +316,8 @@ struct softplus_op {
   }
 };
 template <class X>
-requires detail::Operands<X> MG_HD constexpr auto softplus(const X& x) {
-  return detail::call(softplus_op{}, x);
+requires detail::Operands<X> MG_HD constexpr auto softplus(const X& x, call_site site = {}) {
+  return detail::call_at(site, softplus_op{}, x);
 }
 
 /// x clamped to [lo, hi]; the gradient passes where lo <= x <= hi, as torch's.
@@ -334,8 +337,8 @@ struct clamp_op {
 };
 template <class X, class L, class H>
 requires detail::Operands<X> && std::is_arithmetic_v<L> && std::is_arithmetic_v<H>
-    MG_HD constexpr auto clamp(const X& x, L lo, H hi) {
-  return detail::call(clamp_op{static_cast<double>(lo), static_cast<double>(hi)}, x);
+    MG_HD constexpr auto clamp(const X& x, L lo, H hi, call_site site = {}) {
+  return detail::call_at(site, clamp_op{static_cast<double>(lo), static_cast<double>(hi)}, x);
 }
 
 using math_ops =

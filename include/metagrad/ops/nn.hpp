@@ -20,7 +20,8 @@ namespace mg {
 /// exp(x) / sum(exp(x)) along `dim`.
 template <class X>
 requires detail::Operands<X>
-auto softmax(const X& x, std::int64_t dim) {
+auto softmax(const X& x, std::int64_t dim, call_site site = {}) {
+  const detail::site_scope_for<X> here(site);
   const auto e = mg::exp(x - mg::max(x, dim, true));
   return detail::call(div_op{}, e, mg::sum(e, dim, true));
 }
@@ -28,7 +29,8 @@ auto softmax(const X& x, std::int64_t dim) {
 /// log(softmax(x)) along `dim`, without forming softmax (no log of 0 for very negative x).
 template <class X>
 requires detail::Operands<X>
-auto log_softmax(const X& x, std::int64_t dim) {
+auto log_softmax(const X& x, std::int64_t dim, call_site site = {}) {
+  const detail::site_scope_for<X> here(site);
   const auto shifted = detail::call(sub_op{}, x, mg::max(x, dim, true));
   return detail::call(sub_op{}, shifted, mg::log(mg::sum(mg::exp(shifted), dim, true)));
 }
@@ -36,7 +38,10 @@ auto log_softmax(const X& x, std::int64_t dim) {
 /// mean((input - target)^2) over all elements (torch's reduction='mean').
 template <class A, class B>
 requires detail::Operands<A, B>
-auto mse_loss(const A& input, const B& target) { return mg::mean(mg::square(input - target)); }
+auto mse_loss(const A& input, const B& target, call_site site = {}) {
+  const detail::site_scope_for<A, B> here(site);
+  return mg::mean(mg::square(input - target));
+}
 
 /// The mean over the batch of -log softmax(logits)[n, target[n]]: logits [N, C] (or [C] with one
 /// target), targets class indices in [0, C) (torch's cross_entropy, reduction='mean'). Runs on
@@ -44,7 +49,8 @@ auto mse_loss(const A& input, const B& target) { return mg::mean(mg::square(inpu
 /// engine, whose expressions have no shape until evaluated.
 template <class X>
 requires detail::Operands<X>
-auto cross_entropy(const X& logits, const std::vector<std::int64_t>& targets) {
+auto cross_entropy(const X& logits, const std::vector<std::int64_t>& targets, call_site site = {}) {
+  const detail::site_scope_for<X> here(site);
   const shape_t s = detail::shape_of(logits);
   if (s.empty() || s.size() > 2)
     detail::fail("cross_entropy: expected logits of shape [N, C] (or [C]), got ",

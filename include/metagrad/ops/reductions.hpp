@@ -51,11 +51,11 @@ struct sum_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto sum(const X& x) { return detail::call(sum_op{}, x); }
+auto sum(const X& x, call_site site = {}) { return detail::call_at(site, sum_op{}, x); }
 template <class X>
 requires detail::Operands<X>
-auto sum(const X& x, std::int64_t dim, bool keepdim) {
-  return detail::call(sum_op{{false, dim, keepdim}}, x);
+auto sum(const X& x, std::int64_t dim, bool keepdim, call_site site) {
+  return detail::call_at(site, sum_op{{false, dim, keepdim}}, x);
 }
 
 /// The product of all elements, or along `dim`. Zeros are handled exactly: with one zero in a
@@ -79,11 +79,11 @@ struct prod_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto prod(const X& x) { return detail::call(prod_op{}, x); }
+auto prod(const X& x, call_site site = {}) { return detail::call_at(site, prod_op{}, x); }
 template <class X>
 requires detail::Operands<X>
-auto prod(const X& x, std::int64_t dim, bool keepdim = false) {
-  return detail::call(prod_op{{false, dim, keepdim}}, x);
+auto prod(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
+  return detail::call_at(site, prod_op{{false, dim, keepdim}}, x);
 }
 
 namespace detail {
@@ -107,11 +107,11 @@ struct max_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto max(const X& x) { return detail::call(max_op{}, x); }
+auto max(const X& x, call_site site = {}) { return detail::call_at(site, max_op{}, x); }
 template <class X>
 requires detail::Operands<X>
-auto max(const X& x, std::int64_t dim, bool keepdim = false) {
-  return detail::call(max_op{{false, dim, keepdim}}, x);
+auto max(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
+  return detail::call_at(site, max_op{{false, dim, keepdim}}, x);
 }
 
 /// The smallest element, or the smallest along `dim` (values); as max.
@@ -128,11 +128,11 @@ struct min_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto min(const X& x) { return detail::call(min_op{}, x); }
+auto min(const X& x, call_site site = {}) { return detail::call_at(site, min_op{}, x); }
 template <class X>
 requires detail::Operands<X>
-auto min(const X& x, std::int64_t dim, bool keepdim = false) {
-  return detail::call(min_op{{false, dim, keepdim}}, x);
+auto min(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
+  return detail::call_at(site, min_op{{false, dim, keepdim}}, x);
 }
 
 namespace detail {
@@ -180,11 +180,11 @@ struct norm_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto norm(const X& x) { return detail::call(norm_op{}, x); }
+auto norm(const X& x, call_site site = {}) { return detail::call_at(site, norm_op{}, x); }
 template <class X>
 requires detail::Operands<X>
-auto norm(const X& x, std::int64_t dim, bool keepdim = false) {
-  return detail::call(norm_op{{false, dim, keepdim}}, x);
+auto norm(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
+  return detail::call_at(site, norm_op{{false, dim, keepdim}}, x);
 }
 
 namespace detail {
@@ -228,15 +228,15 @@ void check_mean_dtype(const X& x) {
 }  // namespace detail
 template <class X>
 requires detail::Operands<X>
-auto mean(const X& x) {
+auto mean(const X& x, call_site site = {}) {
   detail::check_mean_dtype(x);
-  return detail::call(mean_op{}, x);
+  return detail::call_at(site, mean_op{}, x);
 }
 template <class X>
 requires detail::Operands<X>
-auto mean(const X& x, std::int64_t dim, bool keepdim = false) {
+auto mean(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
   detail::check_mean_dtype(x);
-  return detail::call(mean_op{{false, dim, keepdim}}, x);
+  return detail::call_at(site, mean_op{{false, dim, keepdim}}, x);
 }
 
 /// The variance of all elements, or along `dim`: the squared deviations from the mean summed
@@ -267,29 +267,34 @@ struct var_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto var(const X& x) { return detail::call(var_op{{}, true}, x); }
+auto var(const X& x, call_site site = {}) { return detail::call_at(site, var_op{{}, true}, x); }
 template <class X, class B>
 requires detail::Operands<X> && std::same_as<B, bool>
-auto var(const X& x, B unbiased) { return detail::call(var_op{{}, unbiased}, x); }
+auto var(const X& x, B unbiased, call_site site = {}) {
+  return detail::call_at(site, var_op{{}, unbiased}, x);
+}
 // an integer second argument is a dim (var(x, 0) is along dim 0, as in torch)
 template <class X, std::integral D>
 requires detail::Operands<X> &&
-    (!std::same_as<D, bool>)auto var(const X& x, D dim, bool unbiased = true,
-                                     bool keepdim = false) {
-  return detail::call(var_op{{false, static_cast<std::int64_t>(dim), keepdim}, unbiased}, x);
+    (!std::same_as<D, bool>)auto var(const X& x, D dim, bool unbiased = true, bool keepdim = false,
+                                     call_site site = {}) {
+  return detail::call_at(site, var_op{{false, static_cast<std::int64_t>(dim), keepdim}, unbiased},
+                         x);
 }
 
 /// log(sum(exp(x))) of all elements or along `dim`, computed stably (shifted by the max; a
 /// composite whose gradient is softmax(x)).
 template <class X>
 requires detail::Operands<X>
-auto logsumexp(const X& x) {
+auto logsumexp(const X& x, call_site site = {}) {
+  const detail::site_scope_for<X> here(site);
   const auto m = mg::max(x);
   return detail::call(add_op{}, mg::log(mg::sum(mg::exp(x - m))), m);
 }
 template <class X>
 requires detail::Operands<X>
-auto logsumexp(const X& x, std::int64_t dim, bool keepdim = false) {
+auto logsumexp(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
+  const detail::site_scope_for<X> here(site);
   return detail::call(add_op{}, mg::log(mg::sum(mg::exp(x - mg::max(x, dim, true)), dim, keepdim)),
                       mg::max(x, dim, keepdim));
 }

@@ -27,19 +27,19 @@ namespace mg {
 // The public functions, declared first: each op's backward names the others.
 template <class X>
 requires detail::Operands<X>
-auto expand(const X& x, const shape_t& shape);
+auto expand(const X& x, const shape_t& shape, call_site site = {});
 template <class X>
 requires detail::Operands<X>
-auto sum_to(const X& x, const shape_t& shape);
+auto sum_to(const X& x, const shape_t& shape, call_site site = {});
 template <class X>
 requires detail::Operands<X>
-auto transpose(const X& x);
+auto transpose(const X& x, call_site site = {});
 template <class X>
 requires detail::Operands<X>
-auto sum(const X& x, std::int64_t dim, bool keepdim = false);
+auto sum(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {});
 template <class X>
 requires detail::Operands<X>
-auto reshape(const X& x, const shape_t& shape);
+auto reshape(const X& x, const shape_t& shape, call_site site = {});
 
 /// x broadcast (numpy rules) to `shape`.
 struct expand_op {
@@ -55,7 +55,9 @@ struct expand_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto expand(const X& x, const shape_t& shape) { return detail::call(expand_op{shape}, x); }
+auto expand(const X& x, const shape_t& shape, call_site site) {
+  return detail::call_at(site, expand_op{shape}, x);
+}
 
 /// x summed over the dimensions along which `shape` broadcasts to x's shape.
 struct sum_to_op {
@@ -71,7 +73,9 @@ struct sum_to_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto sum_to(const X& x, const shape_t& shape) { return detail::call(sum_to_op{shape}, x); }
+auto sum_to(const X& x, const shape_t& shape, call_site site) {
+  return detail::call_at(site, sum_to_op{shape}, x);
+}
 
 /// x with a dimension of extent 1 inserted at `axis` (a view on tensors).
 struct unsqueeze_op {
@@ -85,8 +89,8 @@ struct unsqueeze_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto unsqueeze(const X& x, std::int64_t axis) {
-  return detail::call(unsqueeze_op{static_cast<std::ptrdiff_t>(axis)}, x);
+auto unsqueeze(const X& x, std::int64_t axis, call_site site = {}) {
+  return detail::call_at(site, unsqueeze_op{static_cast<std::ptrdiff_t>(axis)}, x);
 }
 
 /// x with its last two dimensions swapped (a view on tensors; the identity below 2-D).
@@ -100,7 +104,7 @@ struct transpose_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto transpose(const X& x) { return detail::call(transpose_op{}, x); }
+auto transpose(const X& x, call_site site) { return detail::call_at(site, transpose_op{}, x); }
 
 /// x with another shape and the same elements in row-major order: reshape (-1 infers one extent;
 /// a view when x's layout allows, else a copy), view (a view or an error), flatten, squeeze.
@@ -119,33 +123,35 @@ struct reshape_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto reshape(const X& x, const shape_t& shape) {
-  return detail::call(reshape_op{{.shape = shape}}, x);
+auto reshape(const X& x, const shape_t& shape, call_site site) {
+  return detail::call_at(site, reshape_op{{.shape = shape}}, x);
 }
 /// reshape that never copies: an error when x's layout does not allow the shape.
 template <class X>
 requires detail::Operands<X>
-auto view(const X& x, const shape_t& shape) {
-  return detail::call(reshape_op{{.shape = shape, .view = true}}, x);
+auto view(const X& x, const shape_t& shape, call_site site = {}) {
+  return detail::call_at(site, reshape_op{{.shape = shape, .view = true}}, x);
 }
 /// Dimensions start_dim..end_dim merged into one (a 0-d x becomes 1-D).
 template <class X>
 requires detail::Operands<X>
-auto flatten(const X& x, std::int64_t start_dim = 0, std::int64_t end_dim = -1) {
+auto flatten(const X& x, std::int64_t start_dim = 0, std::int64_t end_dim = -1,
+             call_site site = {}) {
   using detail::shape_rule;
-  return detail::call(reshape_op{{.kind = shape_rule::flatten, .a = start_dim, .b = end_dim}}, x);
+  return detail::call_at(
+      site, reshape_op{{.kind = shape_rule::flatten, .a = start_dim, .b = end_dim}}, x);
 }
 /// Every dimension of extent 1 removed.
 template <class X>
 requires detail::Operands<X>
-auto squeeze(const X& x) {
-  return detail::call(reshape_op{{.kind = detail::shape_rule::squeeze_all}}, x);
+auto squeeze(const X& x, call_site site = {}) {
+  return detail::call_at(site, reshape_op{{.kind = detail::shape_rule::squeeze_all}}, x);
 }
 /// Dimension `dim` removed if its extent is 1 (else x unchanged, as in torch).
 template <class X>
 requires detail::Operands<X>
-auto squeeze(const X& x, std::int64_t dim) {
-  return detail::call(reshape_op{{.kind = detail::shape_rule::squeeze_dim, .a = dim}}, x);
+auto squeeze(const X& x, std::int64_t dim, call_site site = {}) {
+  return detail::call_at(site, reshape_op{{.kind = detail::shape_rule::squeeze_dim, .a = dim}}, x);
 }
 
 /// x with its dimensions reordered: permute(x, {2, 0, 1}); transpose(x, d0, d1) swaps two.
@@ -164,13 +170,13 @@ struct permute_op {
 };
 template <class X>
 requires detail::Operands<X>
-auto permute(const X& x, const std::vector<std::int64_t>& dims) {
-  return detail::call(permute_op{{.dims = dims}}, x);
+auto permute(const X& x, const std::vector<std::int64_t>& dims, call_site site = {}) {
+  return detail::call_at(site, permute_op{{.dims = dims}}, x);
 }
 template <class X>
 requires detail::Operands<X>
-auto transpose(const X& x, std::int64_t d0, std::int64_t d1) {
-  return detail::call(permute_op{{.d0 = d0, .d1 = d1, .swap = true}}, x);
+auto transpose(const X& x, std::int64_t d0, std::int64_t d1, call_site site = {}) {
+  return detail::call_at(site, permute_op{{.d0 = d0, .d1 = d1, .swap = true}}, x);
 }
 
 using shape_ops = op_list<expand_op, sum_to_op, unsqueeze_op, transpose_op, reshape_op, permute_op>;
