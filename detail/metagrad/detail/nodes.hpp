@@ -20,12 +20,15 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -150,15 +153,93 @@ void record_node(const std::shared_ptr<graph_node>& n, const In& inputs, const O
 
 // ---- the node of an op struct -------------------------------------------------------------------
 
-template <class Op, std::size_t N>
+// A 0-d kernel operand holding v in dtype d on device dev: on the stack for the CPU (no
+// allocation; the kernels take tensor_impl pointers and keep nothing), a device tensor elsewhere.
+// Used for number operands and for the placeholders of values a backward does not read.
+class scalar_operand {
+ public:
+  scalar_operand(double v, mg::dtype d, mg::device dev) {
+    if (dev != mg::device::cpu) {
+      heap_ = number_tensor(v, d, dev);
+      p_ = heap_.get();
+      return;
+    }
+    st_.dtype = d;
+    st_.device = dev;
+    st_.nbytes = element_size(d);
+    st_.data = st_.small;
+    dispatch(d, [&]<class T>(std::type_identity<T>) { *static_cast<T*>(st_.data) = T(v); });
+    impl_.store = std::shared_ptr<storage>(std::shared_ptr<void>(), &st_);  // owns nothing
+    impl_.wrapped_number = true;
+    p_ = &impl_;
+  }
+  scalar_operand(const scalar_operand&) = delete;
+  scalar_operand& operator=(const scalar_operand&) = delete;
+  const tensor_impl* get() const { return p_; }
+
+ private:
+  storage st_;
+  tensor_impl impl_;
+  impl_ptr heap_;
+  const tensor_impl* p_ = nullptr;
+};
+
+// The C++ number operands of a recorded op, by value (Note [Number operands]).
+template <std::size_t K>
+struct bound_numbers {
+  std::array<double, K> values{};
+  mg::dtype dtype = mg::dtype::f64;  // the dtype the op computes them in
+};
+
+constexpr std::uint32_t bit_count(std::uint32_t m) {
+  return static_cast<std::uint32_t>(std::popcount(m));
+}
+
+// Note [Number operands]: in `y * 1.5` the number is no tensor of the graph: op_node<Op, N,
+// Numbers> (Numbers: a bit per operand that is a C++ number, known at compile time) has edges
+// for the tensor operands only (so next_functions lists those, as torch's MulBackward1 does),
+// keeps the numbers by value and saves only tensor operands (or the output) that a wanted
+// gradient reads. Backward gives the op the numbers back as 0-d operands of the dtype the op
+// computed in (on the stack for the one-kernel backward on the CPU).
+template <class Op, std::size_t N, std::uint32_t Numbers = 0>
 struct op_node : graph_node {
   static constexpr bool ins = saves_inputs_v<Op>, outs = saves_output_v<Op>;
-  static constexpr std::size_t n_saved = (ins ? N : 0) + (outs ? 1 : 0);
+  static constexpr std::uint32_t all_inputs = (1u << N) - 1;
+  static constexpr std::uint32_t tensors = all_inputs & ~Numbers;
+  static constexpr std::size_t n_edges = bit_count(tensors);
+  static constexpr std::size_t n_numbers = bit_count(Numbers);
   static constexpr auto reads = gradient_reads<Op, N>();
+  // the values the gradients of tensor operands may read, less the numbers
+  static constexpr std::uint32_t may_save = [] {
+    std::uint32_t m = 0;
+    for (std::size_t i = 0; i < N; ++i)
+      if (tensors >> i & 1) m |= reads[i];
+    return m & ((ins ? tensors : 0u) | (outs ? 1u << N : 0u));
+  }();
+  static constexpr std::size_t n_saved = bit_count(may_save);
+  // position in next / saved_values / numbers of operand (or output) j
+  static constexpr std::size_t edge_of(std::size_t j) {
+    return bit_count(tensors & ((1u << j) - 1));
+  }
+  static constexpr std::size_t slot_of(std::size_t j) {
+    return bit_count(may_save & ((1u << j) - 1));
+  }
+  static constexpr std::size_t number_of(std::size_t j) {
+    return bit_count(Numbers & ((1u << j) - 1));
+  }
+  static constexpr bool is_number(std::size_t j) { return (Numbers >> j & 1) != 0; }
+  static constexpr auto operand_of_edge = [] {
+    std::array<std::size_t, n_edges> p{};
+    for (std::size_t i = 0, e = 0; i < N; ++i)
+      if (!is_number(i)) p[e++] = i;
+    return p;
+  }();
 
   Op op;
-  std::array<edge, N> next;
-  std::array<saved_variable, n_saved> saved_values;
+  mg::dtype number_dtype = mg::dtype::f64;
+  std::array<edge, n_edges> next;
+  [[no_unique_address]] std::array<saved_variable, n_saved> saved_values;
+  [[no_unique_address]] std::array<double, n_numbers> numbers;
   tensor_meta meta;
 
   explicit op_node(Op o) : op(std::move(o)) {}
@@ -167,57 +248,75 @@ struct op_node : graph_node {
   std::span<tensor_meta> outputs() override { return {&meta, 1}; }
   std::span<saved_variable> saved() override { return saved_values; }
 
-  // Saves what the wanted gradients read (Note [What a node saves]).
+  // Saves what the wanted gradients read (Note [What a node saves]); in... are all N operands
+  // (those at number positions are not read).
   template <class... T>
   void save(const tensor& out, const T&... in) {
     std::uint32_t need = 0;
     for (std::size_t i = 0; i < N; ++i)
-      if (next[i]) need |= reads[i];
-    if constexpr (ins) {
+      if ((tensors >> i & 1) && next[edge_of(i)]) need |= reads[i];
+    need &= may_save;
+    if constexpr (ins && n_saved > 0) {
       std::size_t j = 0;
       ((need & (1u << j)
-            ? saved_values[j].save(in.impl(), false, checks_input_versions_v<Op>, name())
+            ? saved_values[slot_of(j)].save(in.impl(), false, checks_input_versions_v<Op>, name())
             : void(),
         ++j),
        ...);
     }
-    if constexpr (outs)
+    if constexpr (outs && n_saved > 0)
       if (need & (1u << N)) saved_values[n_saved - 1].save(out.impl(), true, true, name());
   }
 
   void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override {
     if (!grads[0]) return;
-    std::array<tensor, N> x;
-    tensor y;
-    const auto placeholder = [&] {
-      return tensor(fill_kernel({}, 1.0, grads[0]->dtype(), grads[0]->device()));
-    };
-    if constexpr (ins)
-      for (std::size_t i = 0; i < N; ++i) {
-        x[i] = tensor(saved_values[i].unpack(this, name()));
-        if (!x[i].defined()) x[i] = placeholder();
-      }
-    if constexpr (outs) {
-      y = tensor(saved_values[n_saved - 1].unpack(this, name()));
-      if (!y.defined()) y = placeholder();
-    }
     const tensor g(std::move(grads[0]));
+    const tensor_impl& gi = *g.impl();
     if constexpr (is_elementwise<Op>()) {
       if (!grad_mode()) {  // Note [One formula]: one kernel
+        std::array<impl_ptr, n_saved> kept;
+        std::array<std::optional<scalar_operand>, N + 1> scalars;
         std::array<const tensor_impl*, N> in{};
         std::array<bool, N> wanted{};
+        const auto value = [&](std::size_t j) -> const tensor_impl* {
+          if (is_number(j))
+            return scalars[j].emplace(numbers[number_of(j)], number_dtype, meta.device).get();
+          if (may_save >> j & 1)
+            if ((kept[slot_of(j)] = saved_values[slot_of(j)].unpack(this, name())))
+              return kept[slot_of(j)].get();
+          return scalars[j].emplace(1.0, gi.dtype(), gi.device()).get();  // not read
+        };
         for (std::size_t i = 0; i < N; ++i) {
-          in[i] = x[i].impl().get();
-          wanted[i] = next[i].function != nullptr;
+          in[i] = ins ? value(i) : nullptr;
+          wanted[i] = !is_number(i) && next[edge_of(i)].function != nullptr;
         }
-        auto gs = elementwise_backward_kernel(op, in, y.impl().get(), *g.impl(), wanted);
-        for (std::size_t i = 0; i < N; ++i) out[i] = std::move(gs[i]);
+        const tensor_impl* y = outs ? value(N) : nullptr;
+        auto gs = elementwise_backward_kernel(op, in, y, gi, wanted);
+        for (std::size_t i = 0; i < N; ++i)
+          if (!is_number(i)) out[edge_of(i)] = std::move(gs[i]);
         return;
       }
     }
+    const auto value = [&](std::size_t j) {
+      if (is_number(j))
+        return tensor(number_tensor(numbers[number_of(j)], number_dtype, meta.device));
+      if (may_save >> j & 1)
+        if (tensor t(saved_values[slot_of(j)].unpack(this, name())); t.defined()) return t;
+      return tensor(fill_kernel({}, 1.0, gi.dtype(), gi.device()));  // a placeholder: not read
+    };
+    std::array<tensor, N> x;
+    tensor y;
+    if constexpr (ins)
+      for (std::size_t i = 0; i < N; ++i) x[i] = value(i);
+    if constexpr (outs) y = value(N);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       const auto b = op.backward(saved_arg<ins>(x[I])..., saved_arg<outs>(y), g);
-      ((out[I] = next[I] ? gradient_component<I>(b).impl() : nullptr), ...);
+      (
+          [&] {
+            if constexpr (!is_number(I))
+              if (next[edge_of(I)]) out[edge_of(I)] = gradient_component<I>(b).impl();
+          }(),
+          ...);
     }
     (std::make_index_sequence<N>{});
   }
@@ -342,21 +441,55 @@ template <class Op, class... T>
 void propagate_tangent(const Op& op, const tensor& out, const T&... in);
 
 // Records `out = op(in...)` when grad mode is on, the op is differentiable and an input requires
-// grad. out must be a fresh tensor (no grad_fn yet).
-template <class Op, class... T>
-tensor record(const Op& op, tensor out, const T&... in) {
+// grad. out must be a fresh tensor (no grad_fn yet). The operands at the positions in Numbers
+// are C++ numbers given by value in `nums` (Note [Number operands]); `in` holds a tensor for
+// every operand, undefined or a 0-d tensor at those positions.
+template <std::uint32_t Numbers, class Op, std::size_t K, class... T>
+tensor record(const Op& op, tensor out, const bound_numbers<K>& nums, const T&... in) {
   if constexpr (!is_differentiable<Op>()) {
     return out;
   } else {
-    if (forward_ad_active()) propagate_tangent(op, out, in...);
-    if (!grad_mode() || !(in.requires_grad() || ...)) return out;
     constexpr std::size_t N = sizeof...(T);
-    auto n = make_node<op_node<Op, N>>(op);
-    record_node(n, std::array<std::reference_wrapper<const tensor>, N>{std::cref(in)...},
-                std::array<std::reference_wrapper<const tensor>, 1>{std::cref(out)});
+    static_assert(K == bit_count(Numbers) && Numbers < (1u << N));
+    using node_t = op_node<Op, N, Numbers>;
+    const auto operands = std::tie(in...);
+    if (forward_ad_active()) {
+      if constexpr (Numbers == 0) {
+        propagate_tangent(op, out, in...);
+      } else {
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+          const std::array<tensor, N> all{
+              (node_t::is_number(I) ? tensor(number_tensor(nums.values[node_t::number_of(I)],
+                                                           nums.dtype, out.device()))
+                                    : std::get<I>(operands))...};
+          propagate_tangent(op, out, all[I]...);
+        }
+        (std::make_index_sequence<N>{});
+      }
+    }
+    const bool any = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return ((!node_t::is_number(I) && std::get<I>(operands).requires_grad()) || ...);
+    }
+    (std::make_index_sequence<N>{});
+    if (!grad_mode() || !any) return out;
+    auto n = make_node<node_t>(op);
+    n->numbers = nums.values;
+    n->number_dtype = nums.dtype;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      record_node(n,
+                  std::array<std::reference_wrapper<const tensor>, node_t::n_edges>{
+                      std::cref(std::get<node_t::operand_of_edge[I]>(operands))...},
+                  std::array<std::reference_wrapper<const tensor>, 1>{std::cref(out)});
+    }
+    (std::make_index_sequence<node_t::n_edges>{});
     n->save(out, in...);
     return out;
   }
+}
+
+template <class Op, class... T>
+tensor record(const Op& op, tensor out, const T&... in) {
+  return record<0u>(op, std::move(out), bound_numbers<0>{}, in...);
 }
 
 }  // namespace mg::detail
