@@ -23,6 +23,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -191,6 +192,23 @@ struct bound_numbers {
   mg::dtype dtype = mg::dtype::f64;  // the dtype the op computes them in
 };
 
+// std::array<T, N>; for N = 0 an empty class (std::array<T, 0> is not one), so that a
+// [[no_unique_address]] member of it takes no room. Its elements are never accessed.
+template <class T, std::size_t N>
+struct inline_array : std::array<T, N> {
+  inline_array& operator=(const std::array<T, N>& a) {
+    static_cast<std::array<T, N>&>(*this) = a;
+    return *this;
+  }
+};
+template <class T>
+struct inline_array<T, 0> {
+  T* data() { return nullptr; }
+  static constexpr std::size_t size() { return 0; }
+  [[noreturn]] T& operator[](std::size_t) { std::terminate(); }
+  inline_array& operator=(const std::array<T, 0>&) { return *this; }
+};
+
 constexpr std::uint32_t bit_count(std::uint32_t m) {
   return static_cast<std::uint32_t>(std::popcount(m));
 }
@@ -235,18 +253,43 @@ struct op_node : graph_node {
     return p;
   }();
 
-  Op op;
-  mg::dtype number_dtype = mg::dtype::f64;
+  // The numbers' dtype is the output's when the op maps each floating type to itself (elementwise
+  // ops compute in one dtype), else it is kept.
+  static constexpr bool numbers_in_output_dtype = [] {
+    if constexpr (is_elementwise<Op>()) {
+      return std::is_same_v<forward_result_t<Op, float>, float> &&
+             std::is_same_v<forward_result_t<Op, double>, double>;
+    } else {
+      return false;
+    }
+  }();
+  struct no_dtype {};
+  using number_dtype_t =
+      std::conditional_t<n_numbers == 0 || numbers_in_output_dtype, no_dtype, mg::dtype>;
+
+  [[no_unique_address]] Op op;
+  [[no_unique_address]] number_dtype_t kept_number_dtype{};
   std::array<edge, n_edges> next;
-  [[no_unique_address]] std::array<saved_variable, n_saved> saved_values;
-  [[no_unique_address]] std::array<double, n_numbers> numbers;
+  [[no_unique_address]] inline_array<saved_variable, n_saved> saved_values;
+  [[no_unique_address]] inline_array<double, n_numbers> numbers;
   tensor_meta meta;
 
   explicit op_node(Op o) : op(std::move(o)) {}
   const char* name() const override { return op_name<Op>(); }
   std::span<edge> next_edges() override { return next; }
   std::span<tensor_meta> outputs() override { return {&meta, 1}; }
-  std::span<saved_variable> saved() override { return saved_values; }
+  std::span<saved_variable> saved() override { return {saved_values.data(), n_saved}; }
+
+  void set_number_dtype(mg::dtype d) {
+    if constexpr (std::is_same_v<number_dtype_t, mg::dtype>) kept_number_dtype = d;
+  }
+  mg::dtype number_dtype() const {
+    if constexpr (std::is_same_v<number_dtype_t, mg::dtype>) {
+      return kept_number_dtype;
+    } else {
+      return meta.dtype;
+    }
+  }
 
   // Saves what the wanted gradients read (Note [What a node saves]); in... are all N operands
   // (those at number positions are not read).
@@ -280,7 +323,7 @@ struct op_node : graph_node {
         std::array<bool, N> wanted{};
         const auto value = [&](std::size_t j) -> const tensor_impl* {
           if (is_number(j))
-            return scalars[j].emplace(numbers[number_of(j)], number_dtype, meta.device).get();
+            return scalars[j].emplace(numbers[number_of(j)], number_dtype(), meta.device).get();
           if (may_save >> j & 1)
             if ((kept[slot_of(j)] = saved_values[slot_of(j)].unpack(this, name())))
               return kept[slot_of(j)].get();
@@ -299,7 +342,7 @@ struct op_node : graph_node {
     }
     const auto value = [&](std::size_t j) {
       if (is_number(j))
-        return tensor(number_tensor(numbers[number_of(j)], number_dtype, meta.device));
+        return tensor(number_tensor(numbers[number_of(j)], number_dtype(), meta.device));
       if (may_save >> j & 1)
         if (tensor t(saved_values[slot_of(j)].unpack(this, name())); t.defined()) return t;
       return tensor(fill_kernel({}, 1.0, gi.dtype(), gi.device()));  // a placeholder: not read
@@ -474,7 +517,7 @@ tensor record(const Op& op, tensor out, const bound_numbers<K>& nums, const T&..
     if (!grad_mode() || !any) return out;
     auto n = make_node<node_t>(op);
     n->numbers = nums.values;
-    n->number_dtype = nums.dtype;
+    n->set_number_dtype(nums.dtype);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       record_node(n,
                   std::array<std::reference_wrapper<const tensor>, node_t::n_edges>{
