@@ -318,21 +318,45 @@ struct op_node : graph_node {
     if constexpr (is_elementwise<Op>()) {
       if (!grad_mode()) {  // Note [One formula]: one kernel
         std::array<impl_ptr, n_saved> kept;
-        std::array<std::optional<scalar_operand>, N + 1> scalars;
-        std::array<const tensor_impl*, N> in{};
+        bool zero_d = gi.device() == mg::device::cpu && gi.shape.empty();
+        for (std::size_t j = 0; j <= N; ++j)
+          if (may_save >> j & 1) {
+            impl_ptr& k = kept[slot_of(j)];
+            k = saved_values[slot_of(j)].unpack(this, name());
+            if (k) zero_d = zero_d && k->shape.empty() && k->device() == mg::device::cpu;
+          }
         std::array<bool, N> wanted{};
+        for (std::size_t i = 0; i < N; ++i)
+          wanted[i] = !is_number(i) && next[edge_of(i)].function != nullptr;
+        if (zero_d) {  // Note [Zero-d kernels] in tensor_kernels.hpp
+          std::array<element_value, N + 1> e;
+          const auto value = [&](std::size_t j) -> const void* {
+            if (is_number(j)) return e[j].set(numbers[number_of(j)], number_dtype());
+            if ((may_save >> j & 1) && kept[slot_of(j)]) return element_address(*kept[slot_of(j)]);
+            return e[j].set(1.0, gi.dtype());  // not read
+          };
+          std::array<const void*, N> in{};
+          std::array<void*, N> gp{};
+          for (std::size_t i = 0; i < N; ++i) {
+            if constexpr (ins) in[i] = value(i);
+            if (wanted[i]) {
+              out[edge_of(i)] = make_impl({}, gi.dtype(), mg::device::cpu);
+              gp[i] = element_address(*out[edge_of(i)]);
+            }
+          }
+          const void* y = outs ? value(N) : nullptr;
+          zero_d_backward_kernel(op, gi.dtype(), in, y, element_address(gi), gp);
+          return;
+        }
+        std::array<std::optional<scalar_operand>, N + 1> scalars;
         const auto value = [&](std::size_t j) -> const tensor_impl* {
           if (is_number(j))
             return scalars[j].emplace(numbers[number_of(j)], number_dtype(), meta.device).get();
-          if (may_save >> j & 1)
-            if ((kept[slot_of(j)] = saved_values[slot_of(j)].unpack(this, name())))
-              return kept[slot_of(j)].get();
+          if ((may_save >> j & 1) && kept[slot_of(j)]) return kept[slot_of(j)].get();
           return scalars[j].emplace(1.0, gi.dtype(), gi.device()).get();  // not read
         };
-        for (std::size_t i = 0; i < N; ++i) {
-          in[i] = ins ? value(i) : nullptr;
-          wanted[i] = !is_number(i) && next[edge_of(i)].function != nullptr;
-        }
+        std::array<const tensor_impl*, N> in{};
+        for (std::size_t i = 0; i < N; ++i) in[i] = ins ? value(i) : nullptr;
         const tensor_impl* y = outs ? value(N) : nullptr;
         auto gs = elementwise_backward_kernel(op, in, y, gi, wanted);
         for (std::size_t i = 0; i < N; ++i)

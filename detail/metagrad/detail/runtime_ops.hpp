@@ -172,38 +172,44 @@ tensor elementwise_apply(const Op& op, dtype promoted, const X&... x) {
   const bool comparison = integral && !is_differentiable<Op>();
   const bool keeps = keeps_integers_of(op);
   const dtype d = !integral ? promoted : keeps || comparison ? dtype::f64 : dtype::f32;
-  // the tensor operands in d (recorded: gradients come back in each dtype); the numbers as 0-d
-  // operands of d, on the stack unless a tangent formula may keep them
+  // the tensor operands in d (recorded: gradients come back in each dtype); the numbers are
+  // operands of d that no kernel keeps (Note [Number operands] in nodes.hpp)
   const auto nums = numbers_of(d, x...);
   std::array<tensor, N> c;
-  std::array<std::optional<scalar_operand>, N> scalars;
-  std::array<impl_ptr, N> heap_numbers;
   std::array<const tensor_impl*, N> in{};
-  const bool keep_numbers = forward_ad_active();
+  bool zero_d = first.device() == device::cpu;
   shape_t shape;
   [&]<std::size_t... k>(std::index_sequence<k...>) {
-    std::size_t j = 0;
     const auto setup = [&]<std::size_t i>(std::integral_constant<std::size_t, i>, const auto& a) {
       if constexpr (is_tensor_v<std::remove_cvref_t<decltype(a)>>) {
         c[i] = a.to(d);
         in[i] = c[i].impl().get();
-        shape = i == 0 ? c[i].shape() : broadcast_extents(shape, c[i].shape(), name);
-      } else {
-        const double v = nums.values[j++];
-        if (keep_numbers) {
-          heap_numbers[i] = number_tensor(v, d, first.device());
-          in[i] = heap_numbers[i].get();
-        } else {
-          in[i] = scalars[i].emplace(v, d, first.device()).get();
-        }
+        zero_d = zero_d && in[i]->shape.empty();
+        if (!in[i]->shape.empty()) shape = broadcast_extents(shape, in[i]->shape, name);
       }
     };
     (setup(std::integral_constant<std::size_t, k>{}, x), ...);
   }
   (std::make_index_sequence<N>{});
+  const auto number_at = [&](std::size_t i) {
+    return nums.values[bit_count(numbers & ((1u << i) - 1))];
+  };
   const dtype result = dispatch_floating(
       d, [&]<class V>(std::type_identity<V>) { return dtype_of<forward_result_t<Op, V>>(); });
-  tensor out(elementwise_kernel(op, in, shape, d, result));
+  tensor out;
+  if (zero_d) {  // Note [Zero-d kernels]
+    out = tensor(make_impl({}, result, device::cpu));
+    std::array<element_value, N> e;
+    std::array<const void*, N> p;
+    for (std::size_t i = 0; i < N; ++i)
+      p[i] = numbers >> i & 1 ? e[i].set(number_at(i), d) : element_address(*in[i]);
+    zero_d_forward_kernel(op, d, element_address(*out.impl()), p);
+  } else {
+    std::array<std::optional<scalar_operand>, N> scalars;
+    for (std::size_t i = 0; i < N; ++i)
+      if (numbers >> i & 1) in[i] = scalars[i].emplace(number_at(i), d, first.device()).get();
+    out = tensor(elementwise_kernel(op, in, shape, d, result));
+  }
   if (integral && keeps)  // no operand requires grad: nothing to record
     return tensor(copy_kernel(*out.impl(), promoted, shape));
   return [&]<std::size_t... k>(std::index_sequence<k...>) {
