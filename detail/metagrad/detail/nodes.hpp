@@ -206,6 +206,7 @@ struct inline_array<T, 0> {
   T* data() { return nullptr; }
   static constexpr std::size_t size() { return 0; }
   [[noreturn]] T& operator[](std::size_t) { std::terminate(); }
+  [[noreturn]] const T& operator[](std::size_t) const { std::terminate(); }
   inline_array& operator=(const std::array<T, 0>&) { return *this; }
 };
 
@@ -317,13 +318,21 @@ struct op_node : graph_node {
     const tensor_impl& gi = *g.impl();
     if constexpr (is_elementwise<Op>()) {
       if (!grad_mode()) {  // Note [One formula]: one kernel
+        // the saved values: read in place when all is 0-d on the CPU, else unpacked
         std::array<impl_ptr, n_saved> kept;
+        std::array<const void*, N + 1> at{};
         bool zero_d = gi.device() == mg::device::cpu && gi.shape.empty();
-        for (std::size_t j = 0; j <= N; ++j)
+        for (std::size_t j = 0; j <= N && zero_d; ++j)
           if (may_save >> j & 1) {
-            impl_ptr& k = kept[slot_of(j)];
-            k = saved_values[slot_of(j)].unpack(this, name());
-            if (k) zero_d = zero_d && k->shape.empty() && k->device() == mg::device::cpu;
+            const auto p = saved_values[slot_of(j)].peek(name());
+            const tensor_impl* t = p.store ? nullptr : unpacked(j, kept);
+            if (p.store && p.shape->empty() && p.store->device == mg::device::cpu)
+              at[j] = static_cast<const char*>(p.store->data) +
+                      p.offset * static_cast<std::int64_t>(element_size(p.store->dtype));
+            else if (t && t->shape.empty() && t->device() == mg::device::cpu)
+              at[j] = element_address(*t);
+            else
+              zero_d = zero_d && !p.store && !t;  // nothing saved: a placeholder
           }
         std::array<bool, N> wanted{};
         for (std::size_t i = 0; i < N; ++i)
@@ -332,7 +341,7 @@ struct op_node : graph_node {
           std::array<element_value, N + 1> e;
           const auto value = [&](std::size_t j) -> const void* {
             if (is_number(j)) return e[j].set(numbers[number_of(j)], number_dtype());
-            if ((may_save >> j & 1) && kept[slot_of(j)]) return element_address(*kept[slot_of(j)]);
+            if (at[j]) return at[j];
             return e[j].set(1.0, gi.dtype());  // not read
           };
           std::array<const void*, N> in{};
@@ -348,6 +357,8 @@ struct op_node : graph_node {
           zero_d_backward_kernel(op, gi.dtype(), in, y, element_address(gi), gp);
           return;
         }
+        for (std::size_t j = 0; j <= N; ++j)
+          if (may_save >> j & 1) unpacked(j, kept);
         std::array<std::optional<scalar_operand>, N + 1> scalars;
         const auto value = [&](std::size_t j) -> const tensor_impl* {
           if (is_number(j))
@@ -389,6 +400,12 @@ struct op_node : graph_node {
   }
 
  private:
+  // Saved value j unpacked into kept (once).
+  const tensor_impl* unpacked(std::size_t j, std::array<impl_ptr, n_saved>& kept) const {
+    impl_ptr& k = kept[slot_of(j)];
+    if (!k) k = saved_values[slot_of(j)].unpack(this, name());
+    return k.get();
+  }
   // Component k of a backward result as a tensor (undefined for mg::no_grad).
   template <std::size_t k, class R>
   static tensor gradient_component(const R& r) {
