@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <metagrad/autograd.hpp>
+#include <metagrad/saved_tensors.hpp>
 #include <metagrad/tensor.hpp>
 
 #include "support/harness_runtime.hpp"
@@ -42,6 +43,52 @@ TEST(RuntimeGraph, LeavesNodesAndNames) {
   tensor d = y.detach();
   EXPECT_TRUE(d.is_leaf());
   EXPECT_FALSE(d.requires_grad());
+}
+
+// A C++ number operand is bound into the node by value (torch's MulBackward1 and kin): the node
+// has edges for the tensor operands only and saves no tensor for the number.
+TEST(RuntimeGraph, NumberOperandsAreBoundIntoTheNode) {
+  tensor x = leaf(2.0);
+  for (const tensor& y : {x * 3.0, 3.0 * x, x / 4.0, 1.0 - x, mg::atan2(x, 1.0), mg::pow(2.0, x)}) {
+    ASSERT_EQ(y.grad_fn()->next_functions().size(), 1u) << y.grad_fn()->name();
+    EXPECT_STREQ(y.grad_fn()->next_functions()[0]->name(), "accumulate_grad");
+  }
+  // gradients, and a second backward without retain_graph: nothing was saved (as in torch)
+  tensor y = x * 3.0;
+  y.backward();
+  y.backward();
+  EXPECT_DOUBLE_EQ(val(x.grad()), 6.0);
+  x.set_grad(tensor{});
+  (3.0 / x).backward();  // saves x (and its output): the number is read back by value
+  EXPECT_DOUBLE_EQ(val(x.grad()), -3.0 / 4.0);
+  x.set_grad(tensor{});
+  mg::pow(2.0, x).backward();  // the gradient of the exponent reads the output and the base
+  EXPECT_NEAR(val(x.grad()), 4.0 * std::log(2.0), 1e-15);
+  // second order through number operands: d2/dx2 of (x * 3 + 1)^2 / 2 = 9
+  tensor z = leaf(0.5);
+  const tensor f = mg::pow(z * 3.0 + 1.0, 2.0) / 2.0;
+  const tensor g = mg::autograd::grad({f}, {z}, {}, {.create_graph = true})[0];
+  EXPECT_DOUBLE_EQ(val(g), 3.0 * (0.5 * 3.0 + 1.0));
+  EXPECT_DOUBLE_EQ(val(mg::autograd::grad({g}, {z})[0]), 9.0);
+  // a number takes the dtype the op computes in: f32 rounds 0.1 in forward and backward alike
+  tensor w = mg::tensor(1.0).to(mg::f32).requires_grad_();
+  tensor v = w * 0.1;
+  v.backward();
+  EXPECT_EQ(w.grad().dtype(), mg::f32);
+  EXPECT_EQ(w.grad().item<float>(), 0.1f);
+  EXPECT_EQ(v.item<float>(), 0.1f);
+  // the saved-tensor pack hook never sees a number
+  int packed = 0;
+  {
+    mg::autograd::saved_tensors_hooks_guard hooks(
+        [&](const tensor& t) {
+          ++packed;
+          return t;
+        },
+        [](const tensor& t) { return t; });
+    tensor m = x * 2.0 + mg::exp(x) * 0.5;
+    EXPECT_EQ(packed, 1);  // exp's output only
+  }
 }
 
 TEST(RuntimeGraph, NoGradGuard) {

@@ -33,7 +33,6 @@ TEST(RuntimeScalar, SharedSubexpressionsAndDeepComposition) {
 // ---- arrays against finite differences -------------------------------------------------------
 const mg::shape_t s23{2, 3};
 
-
 TEST(RuntimeArrays, Broadcasting) {
   check_arrays([](const tensor_list& x) { return x[0] + x[1]; }, {{3, 1}, {1, 4}});
   check_arrays([](const tensor_list& x) { return x[0] * x[1]; }, {{2, 3}, {3}});
@@ -113,4 +112,36 @@ TEST(RuntimeArrays, ValuesAreExact) {
   EXPECT_DOUBLE_EQ(pow(tensor(3.0), 2).item<double>(), 9.0);
   EXPECT_DOUBLE_EQ((1 - tensor(3.0)).item<double>(), -2.0);
   EXPECT_DOUBLE_EQ((1 / tensor(4.0)).item<double>(), 0.25);
+}
+
+// Note [Zero-d kernels]: 0-d operands on the CPU take a shorter path than one-element tensors of
+// shape [1]; both evaluate the op struct's formulas on numbers, so values and gradients agree
+// exactly, in both dtypes, with number operands on either side, and under create_graph.
+TEST(RuntimeScalar, ZeroDPathMatchesTheGeneralKernels) {
+  const auto fs = {
+      +[](const tensor& x, const tensor& y) { return x * 1.5 + y / 3.0; },
+      +[](const tensor& x, const tensor& y) { return 2.0 / x - mg::pow(0.7, y) * x; },
+      +[](const tensor& x, const tensor& y) { return mg::atan2(x, 0.3) + mg::sin(x * y); },
+      +[](const tensor& x, const tensor& y) { return mg::exp(-x) * mg::maximum(y, 0.6); },
+      +[](const tensor& x, const tensor& y) { return mg::where(x > y, x * y, 1.0 - y); },
+  };
+  for (mg::dtype dt : {mg::f64, mg::f32})
+    for (const auto& f : fs)
+      for (bool create_graph : {false, true}) {
+        tensor_list grads[2], values;
+        for (const mg::shape_t& shape : {mg::shape_t{}, mg::shape_t{1}}) {
+          const auto make = [&](double v) {
+            return mg::full(shape, v, {.dtype = dt, .requires_grad = true});
+          };
+          const tensor x = make(0.8), y = make(0.45);
+          const tensor z = f(x, y);
+          values.push_back(z.reshape({}));
+          const auto g = mg::autograd::grad({z.sum()}, {x, y}, {}, {.create_graph = create_graph});
+          grads[shape.empty() ? 0 : 1] = {g[0].reshape({}), g[1].reshape({})};
+        }
+        EXPECT_EQ(values[0].dtype(), dt);
+        EXPECT_EQ(values[0].item<double>(), values[1].item<double>());
+        for (std::size_t i = 0; i < 2; ++i)
+          EXPECT_EQ(grads[0][i].item<double>(), grads[1][i].item<double>()) << i;
+      }
 }

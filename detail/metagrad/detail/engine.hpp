@@ -51,10 +51,11 @@ class node_table {
   struct slot {
     const graph_node* key = nullptr;
     std::uint32_t deps = 0;
-    std::uint8_t flags = 0;
-    std::uint8_t pad[3] = {};
+    std::uint32_t flags : 5 = 0;
+    std::uint32_t buffer : 27 = 0;  // 1 + the index of the node's input buffer; 0: none
   };
-  static constexpr std::uint8_t need = 1, exec = 2, target = 4, done = 8, buffered = 16;
+  static constexpr std::uint32_t need = 1, exec = 2, target = 4, done = 8;
+  static constexpr std::uint32_t max_buffers = (1u << 27) - 2;
 
   // The slot of n, inserted (flags need|exec) if absent; fresh tells which.
   slot& find(const graph_node* n, bool& fresh) {
@@ -107,7 +108,6 @@ struct graph_task {
   };
   std::vector<input_buffer> buffers;
   std::vector<std::uint32_t> free_buffers;
-  std::unordered_map<const graph_node*, std::uint32_t> buffer_of;
   struct capture {
     const graph_node* node;
     std::uint32_t output_nr;
@@ -211,7 +211,7 @@ inline tensor_list as_list(const std::vector<impl_ptr>& v) {
 // Steps 1-2 of Note [Hook order]: tensor hooks, retain_grad, captures. Returns whether the node
 // runs.
 inline bool before_node(graph_task& task, graph_node& n, std::vector<impl_ptr>& grads,
-                        std::uint8_t flags) {
+                        std::uint32_t flags) {
   if (hook_set* hs = n.tensor_hook_set()) {
     const auto meta = n.outputs();
     for (std::size_t k = 0; k < grads.size(); ++k) {
@@ -338,11 +338,26 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
     input_edges.push_back(gradient_edge(inputs[i].impl()));
   }
   task.has_targets = !inputs.empty();
-  // Note [Dependencies], with the post-order of Note [Targets].
+  // Note [Dependencies], with the post-order of Note [Targets] when there are targets; without,
+  // any order counts the dependencies, and a worklist holds no more than the graph's width (a
+  // depth-first stack would hold a chain's every node).
   std::vector<const graph_node*> post;
-  {
+  bool fresh = false;
+  if (!task.has_targets) {
+    std::vector<graph_node*> work;
+    for (auto& [e, g] : roots)
+      if (task.table.find(e.function.get(), fresh), fresh) work.push_back(e.function.get());
+    while (!work.empty()) {
+      graph_node* n = work.back();
+      work.pop_back();
+      for (const edge& e : n->next_edges())
+        if (graph_node* child = e.function.get()) {
+          ++task.table.find(child, fresh).deps;
+          if (fresh) work.push_back(child);
+        }
+    }
+  } else {
     std::vector<std::pair<graph_node*, std::uint32_t>> stack;
-    bool fresh = false;
     for (auto& [e, g] : roots)
       if (task.table.find(e.function.get(), fresh), fresh) stack.emplace_back(e.function.get(), 0);
     while (!stack.empty()) {
@@ -356,7 +371,7 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
           if (fresh) stack.emplace_back(child, 0);
         }
       } else {
-        if (task.has_targets) post.push_back(n);
+        post.push_back(n);
         stack.pop_back();
       }
     }
@@ -377,34 +392,37 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
       auto& s = *task.table.lookup(n);
       const bool target = s.flags & node_table::target;
       const bool is_acc = n->is_accumulator();
-      s.flags = static_cast<std::uint8_t>(
-          (s.flags & ~(node_table::need | node_table::exec)) |
-          (target || child_needs ? node_table::need : 0) |
-          (child_needs || (target && c.accumulate && is_acc) ? node_table::exec : 0));
+      s.flags = (s.flags & ~(node_table::need | node_table::exec)) |
+                (target || child_needs ? node_table::need : 0) |
+                (child_needs || (target && c.accumulate && is_acc) ? node_table::exec : 0);
     }
-  // input buffers
-  const auto buffer = [&](const std::shared_ptr<graph_node>& n) -> graph_task::input_buffer& {
-    auto [it, fresh] = task.buffer_of.try_emplace(n.get(), 0);
-    if (fresh) {
+  // input buffers: the slot of a node that has one names it
+  const auto buffer = [&](const std::shared_ptr<graph_node>& n,
+                          node_table::slot& s) -> graph_task::input_buffer& {
+    if (!s.buffer) {
+      std::uint32_t i;
       if (task.free_buffers.empty()) {
+        i = static_cast<std::uint32_t>(task.buffers.size());
+        if (i > node_table::max_buffers)
+          fail(c.api, ": more than ", node_table::max_buffers, " nodes wait for gradients at once");
         task.buffers.emplace_back();
-        it->second = static_cast<std::uint32_t>(task.buffers.size() - 1);
       } else {
-        it->second = task.free_buffers.back();
+        i = task.free_buffers.back();
         task.free_buffers.pop_back();
       }
-      auto& b = task.buffers[it->second];
+      s.buffer = i + 1;
+      auto& b = task.buffers[i];
       b.self = n;
       b.grads.assign(n->num_outputs(), nullptr);
     }
-    return task.buffers[it->second];
+    return task.buffers[s.buffer - 1];
   };
   using ready_entry = std::pair<std::uint64_t, graph_node*>;
   std::priority_queue<ready_entry> ready;
   for (auto& [e, g] : roots) {
-    add_gradient(buffer(e.function).grads[e.input_nr], std::move(g));
-    if (task.table.lookup(e.function.get())->deps == 0)
-      ready.emplace(e.function->sequence_nr, e.function.get());
+    auto& s = *task.table.lookup(e.function.get());
+    add_gradient(buffer(e.function, s).grads[e.input_nr], std::move(g));
+    if (s.deps == 0) ready.emplace(e.function->sequence_nr, e.function.get());
   }
   struct task_scope {
     graph_task* previous;
@@ -419,10 +437,10 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
     auto& s = *task.table.lookup(n);
     if (s.flags & node_table::done) continue;  // a root listed twice: already run
     s.flags |= node_table::done;
-    const auto bi = task.buffer_of.at(n);
+    const std::uint32_t bi = s.buffer - 1;
+    s.buffer = 0;
     std::shared_ptr<graph_node> self = std::move(task.buffers[bi].self);
     grads_in.swap(task.buffers[bi].grads);
-    task.buffer_of.erase(n);
     task.free_buffers.push_back(bi);
     if (!before_node(task, *n, grads_in, s.flags)) continue;
     try {
@@ -437,12 +455,12 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
       if (!e) continue;
       auto& cs = *task.table.lookup(e.function.get());
       if (!task.has_targets || (cs.flags & node_table::need)) {
-        auto& b = buffer(e.function);
+        auto& b = buffer(e.function, cs);
         add_gradient(b.grads[e.input_nr], std::move(out[k]));
       }
       if (--cs.deps == 0) {
         if (task.has_targets && !(cs.flags & node_table::need)) continue;
-        buffer(e.function);  // a node reached without a gradient still runs (its hooks see it)
+        buffer(e.function, cs);  // a node reached without a gradient still runs (hooks see it)
         ready.emplace(e.function->sequence_nr, e.function.get());
       }
     }

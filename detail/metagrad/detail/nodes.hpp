@@ -20,12 +20,16 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -144,79 +148,258 @@ void record_node(const std::shared_ptr<graph_node>& n, const In& inputs, const O
 
 // ---- the node of an op struct -------------------------------------------------------------------
 
-template <class Op, std::size_t N>
+// A 0-d kernel operand holding v in dtype d on device dev: on the stack for the CPU (no
+// allocation; the kernels take tensor_impl pointers and keep nothing), a device tensor elsewhere.
+// Used for number operands and for the placeholders of values a backward does not read.
+class scalar_operand {
+ public:
+  scalar_operand(double v, mg::dtype d, mg::device dev) {
+    if (dev != mg::device::cpu) {
+      heap_ = number_tensor(v, d, dev);
+      p_ = heap_.get();
+      return;
+    }
+    st_.dtype = d;
+    st_.device = dev;
+    st_.nbytes = element_size(d);
+    st_.data = st_.small;
+    dispatch(d, [&]<class T>(std::type_identity<T>) { *static_cast<T*>(st_.data) = T(v); });
+    impl_.store = std::shared_ptr<storage>(std::shared_ptr<void>(), &st_);  // owns nothing
+    impl_.wrapped_number = true;
+    p_ = &impl_;
+  }
+  scalar_operand(const scalar_operand&) = delete;
+  scalar_operand& operator=(const scalar_operand&) = delete;
+  const tensor_impl* get() const { return p_; }
+
+ private:
+  storage st_;
+  tensor_impl impl_;
+  impl_ptr heap_;
+  const tensor_impl* p_ = nullptr;
+};
+
+// The C++ number operands of a recorded op, by value (Note [Number operands]).
+template <std::size_t K>
+struct bound_numbers {
+  std::array<double, K> values{};
+  mg::dtype dtype = mg::dtype::f64;  // the dtype the op computes them in
+};
+
+// std::array<T, N>; for N = 0 an empty class (std::array<T, 0> is not one), so that a
+// [[no_unique_address]] member of it takes no room. Its elements are never accessed.
+template <class T, std::size_t N>
+struct inline_array : std::array<T, N> {
+  inline_array& operator=(const std::array<T, N>& a) {
+    static_cast<std::array<T, N>&>(*this) = a;
+    return *this;
+  }
+};
+template <class T>
+struct inline_array<T, 0> {
+  T* data() { return nullptr; }
+  static constexpr std::size_t size() { return 0; }
+  [[noreturn]] T& operator[](std::size_t) { std::terminate(); }
+  [[noreturn]] const T& operator[](std::size_t) const { std::terminate(); }
+  inline_array& operator=(const std::array<T, 0>&) { return *this; }
+};
+
+constexpr std::uint32_t bit_count(std::uint32_t m) {
+  return static_cast<std::uint32_t>(std::popcount(m));
+}
+
+// Note [Number operands]: in `y * 1.5` the number is no tensor of the graph: op_node<Op, N,
+// Numbers> (Numbers: a bit per operand that is a C++ number, known at compile time) has edges
+// for the tensor operands only (so next_functions lists those, as torch's MulBackward1 does),
+// keeps the numbers by value and saves only tensor operands (or the output) that a wanted
+// gradient reads. Backward gives the op the numbers back as 0-d operands of the dtype the op
+// computed in (on the stack for the one-kernel backward on the CPU).
+template <class Op, std::size_t N, std::uint32_t Numbers = 0>
 struct op_node : graph_node {
   static constexpr bool ins = saves_inputs_v<Op>, outs = saves_output_v<Op>;
-  static constexpr std::size_t n_saved = (ins ? N : 0) + (outs ? 1 : 0);
+  static constexpr std::uint32_t all_inputs = (1u << N) - 1;
+  static constexpr std::uint32_t tensors = all_inputs & ~Numbers;
+  static constexpr std::size_t n_edges = bit_count(tensors);
+  static constexpr std::size_t n_numbers = bit_count(Numbers);
   static constexpr auto reads = gradient_reads<Op, N>();
+  // the values the gradients of tensor operands may read, less the numbers
+  static constexpr std::uint32_t may_save = [] {
+    std::uint32_t m = 0;
+    for (std::size_t i = 0; i < N; ++i)
+      if (tensors >> i & 1) m |= reads[i];
+    return m & ((ins ? tensors : 0u) | (outs ? 1u << N : 0u));
+  }();
+  static constexpr std::size_t n_saved = bit_count(may_save);
+  // position in next / saved_values / numbers of operand (or output) j
+  static constexpr std::size_t edge_of(std::size_t j) {
+    return bit_count(tensors & ((1u << j) - 1));
+  }
+  static constexpr std::size_t slot_of(std::size_t j) {
+    return bit_count(may_save & ((1u << j) - 1));
+  }
+  static constexpr std::size_t number_of(std::size_t j) {
+    return bit_count(Numbers & ((1u << j) - 1));
+  }
+  static constexpr bool is_number(std::size_t j) { return (Numbers >> j & 1) != 0; }
+  static constexpr auto operand_of_edge = [] {
+    std::array<std::size_t, n_edges> p{};
+    for (std::size_t i = 0, e = 0; i < N; ++i)
+      if (!is_number(i)) p[e++] = i;
+    return p;
+  }();
 
-  Op op;
-  std::array<edge, N> next;
-  std::array<saved_variable, n_saved> saved_values;
+  // The numbers' dtype is the output's when the op maps each floating type to itself (elementwise
+  // ops compute in one dtype), else it is kept.
+  static constexpr bool numbers_in_output_dtype = [] {
+    if constexpr (is_elementwise<Op>()) {
+      return std::is_same_v<forward_result_t<Op, float>, float> &&
+             std::is_same_v<forward_result_t<Op, double>, double>;
+    } else {
+      return false;
+    }
+  }();
+  struct no_dtype {};
+  using number_dtype_t =
+      std::conditional_t<n_numbers == 0 || numbers_in_output_dtype, no_dtype, mg::dtype>;
+
+  [[no_unique_address]] Op op;
+  [[no_unique_address]] number_dtype_t kept_number_dtype{};
+  std::array<edge, n_edges> next;
+  [[no_unique_address]] inline_array<saved_variable, n_saved> saved_values;
+  [[no_unique_address]] inline_array<double, n_numbers> numbers;
   tensor_meta meta;
 
   explicit op_node(Op o) : op(std::move(o)) {}
   const char* name() const override { return op_name<Op>(); }
   std::span<edge> next_edges() override { return next; }
   std::span<tensor_meta> outputs() override { return {&meta, 1}; }
-  std::span<saved_variable> saved() override { return saved_values; }
+  std::span<saved_variable> saved() override { return {saved_values.data(), n_saved}; }
 
-  // Saves what the wanted gradients read (Note [What a node saves]).
+  void set_number_dtype(mg::dtype d) {
+    if constexpr (std::is_same_v<number_dtype_t, mg::dtype>) kept_number_dtype = d;
+  }
+  mg::dtype number_dtype() const {
+    if constexpr (std::is_same_v<number_dtype_t, mg::dtype>) {
+      return kept_number_dtype;
+    } else {
+      return meta.dtype;
+    }
+  }
+
+  // Saves what the wanted gradients read (Note [What a node saves]); in... are all N operands
+  // (those at number positions are not read).
   template <class... T>
   void save(const tensor& out, const T&... in) {
     std::uint32_t need = 0;
     for (std::size_t i = 0; i < N; ++i)
-      if (next[i]) need |= reads[i];
-    if constexpr (ins) {
+      if ((tensors >> i & 1) && next[edge_of(i)]) need |= reads[i];
+    need &= may_save;
+    if constexpr (ins && n_saved > 0) {
       std::size_t j = 0;
       ((need & (1u << j)
-            ? saved_values[j].save(in.impl(), false, checks_input_versions_v<Op>, name())
+            ? saved_values[slot_of(j)].save(in.impl(), false, checks_input_versions_v<Op>, name())
             : void(),
         ++j),
        ...);
     }
-    if constexpr (outs)
+    if constexpr (outs && n_saved > 0)
       if (need & (1u << N)) saved_values[n_saved - 1].save(out.impl(), true, true, name());
   }
 
   void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override {
     if (!grads[0]) return;
-    std::array<tensor, N> x;
-    tensor y;
-    const auto placeholder = [&] {
-      return tensor(fill_kernel({}, 1.0, grads[0]->dtype(), grads[0]->device()));
-    };
-    if constexpr (ins)
-      for (std::size_t i = 0; i < N; ++i) {
-        x[i] = tensor(saved_values[i].unpack(this, name()));
-        if (!x[i].defined()) x[i] = placeholder();
-      }
-    if constexpr (outs) {
-      y = tensor(saved_values[n_saved - 1].unpack(this, name()));
-      if (!y.defined()) y = placeholder();
-    }
     const tensor g(std::move(grads[0]));
+    const tensor_impl& gi = *g.impl();
     if constexpr (is_elementwise<Op>()) {
       if (!grad_mode()) {  // Note [One formula]: one kernel
-        std::array<const tensor_impl*, N> in{};
+        // the saved values: read in place when all is 0-d on the CPU, else unpacked
+        std::array<impl_ptr, n_saved> kept;
+        std::array<const void*, N + 1> at{};
+        bool zero_d = gi.device() == mg::device::cpu && gi.shape.empty();
+        for (std::size_t j = 0; j <= N && zero_d; ++j)
+          if (may_save >> j & 1) {
+            const auto p = saved_values[slot_of(j)].peek(name());
+            const tensor_impl* t = p.store ? nullptr : unpacked(j, kept);
+            if (p.store && p.shape->empty() && p.store->device == mg::device::cpu)
+              at[j] = static_cast<const char*>(p.store->data) +
+                      p.offset * static_cast<std::int64_t>(element_size(p.store->dtype));
+            else if (t && t->shape.empty() && t->device() == mg::device::cpu)
+              at[j] = element_address(*t);
+            else
+              zero_d = zero_d && !p.store && !t;  // nothing saved: a placeholder
+          }
         std::array<bool, N> wanted{};
-        for (std::size_t i = 0; i < N; ++i) {
-          in[i] = x[i].impl().get();
-          wanted[i] = next[i].function != nullptr;
+        for (std::size_t i = 0; i < N; ++i)
+          wanted[i] = !is_number(i) && next[edge_of(i)].function != nullptr;
+        if (zero_d) {  // Note [Zero-d kernels] in tensor_kernels.hpp
+          std::array<element_value, N + 1> e;
+          const auto value = [&](std::size_t j) -> const void* {
+            if (is_number(j)) return e[j].set(numbers[number_of(j)], number_dtype());
+            if (at[j]) return at[j];
+            return e[j].set(1.0, gi.dtype());  // not read
+          };
+          std::array<const void*, N> in{};
+          std::array<void*, N> gp{};
+          for (std::size_t i = 0; i < N; ++i) {
+            if constexpr (ins) in[i] = value(i);
+            if (wanted[i]) {
+              out[edge_of(i)] = make_impl({}, gi.dtype(), mg::device::cpu);
+              gp[i] = element_address(*out[edge_of(i)]);
+            }
+          }
+          const void* y = outs ? value(N) : nullptr;
+          zero_d_backward_kernel(op, gi.dtype(), in, y, element_address(gi), gp);
+          return;
         }
-        auto gs = elementwise_backward_kernel(op, in, y.impl().get(), *g.impl(), wanted);
-        for (std::size_t i = 0; i < N; ++i) out[i] = std::move(gs[i]);
+        for (std::size_t j = 0; j <= N; ++j)
+          if (may_save >> j & 1) unpacked(j, kept);
+        std::array<std::optional<scalar_operand>, N + 1> scalars;
+        const auto value = [&](std::size_t j) -> const tensor_impl* {
+          if (is_number(j))
+            return scalars[j].emplace(numbers[number_of(j)], number_dtype(), meta.device).get();
+          if ((may_save >> j & 1) && kept[slot_of(j)]) return kept[slot_of(j)].get();
+          return scalars[j].emplace(1.0, gi.dtype(), gi.device()).get();  // not read
+        };
+        std::array<const tensor_impl*, N> in{};
+        for (std::size_t i = 0; i < N; ++i) in[i] = ins ? value(i) : nullptr;
+        const tensor_impl* y = outs ? value(N) : nullptr;
+        auto gs = elementwise_backward_kernel(op, in, y, gi, wanted);
+        for (std::size_t i = 0; i < N; ++i)
+          if (!is_number(i)) out[edge_of(i)] = std::move(gs[i]);
         return;
       }
     }
+    const auto value = [&](std::size_t j) {
+      if (is_number(j))
+        return tensor(number_tensor(numbers[number_of(j)], number_dtype(), meta.device));
+      if (may_save >> j & 1)
+        if (tensor t(saved_values[slot_of(j)].unpack(this, name())); t.defined()) return t;
+      return tensor(fill_kernel({}, 1.0, gi.dtype(), gi.device()));  // a placeholder: not read
+    };
+    std::array<tensor, N> x;
+    tensor y;
+    if constexpr (ins)
+      for (std::size_t i = 0; i < N; ++i) x[i] = value(i);
+    if constexpr (outs) y = value(N);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       const auto b = op.backward(saved_arg<ins>(x[I])..., saved_arg<outs>(y), g);
-      ((out[I] = next[I] ? gradient_component<I>(b).impl() : nullptr), ...);
+      (
+          [&] {
+            if constexpr (!is_number(I))
+              if (next[edge_of(I)]) out[edge_of(I)] = gradient_component<I>(b).impl();
+          }(),
+          ...);
     }
     (std::make_index_sequence<N>{});
   }
 
  private:
+  // Saved value j unpacked into kept (once).
+  const tensor_impl* unpacked(std::size_t j, std::array<impl_ptr, n_saved>& kept) const {
+    impl_ptr& k = kept[slot_of(j)];
+    if (!k) k = saved_values[slot_of(j)].unpack(this, name());
+    return k.get();
+  }
   // Component k of a backward result as a tensor (undefined for mg::no_grad).
   template <std::size_t k, class R>
   static tensor gradient_component(const R& r) {
@@ -336,21 +519,55 @@ template <class Op, class... T>
 void propagate_tangent(const Op& op, const tensor& out, const T&... in);
 
 // Records `out = op(in...)` when grad mode is on, the op is differentiable and an input requires
-// grad. out must be a fresh tensor (no grad_fn yet).
-template <class Op, class... T>
-tensor record(const Op& op, tensor out, const T&... in) {
+// grad. out must be a fresh tensor (no grad_fn yet). The operands at the positions in Numbers
+// are C++ numbers given by value in `nums` (Note [Number operands]); `in` holds a tensor for
+// every operand, undefined or a 0-d tensor at those positions.
+template <std::uint32_t Numbers, class Op, std::size_t K, class... T>
+tensor record(const Op& op, tensor out, const bound_numbers<K>& nums, const T&... in) {
   if constexpr (!is_differentiable<Op>()) {
     return out;
   } else {
-    if (forward_ad_active()) propagate_tangent(op, out, in...);
-    if (!grad_mode() || !(in.requires_grad() || ...)) return out;
     constexpr std::size_t N = sizeof...(T);
-    auto n = make_node<op_node<Op, N>>(op);
-    record_node(n, std::array<std::reference_wrapper<const tensor>, N>{std::cref(in)...},
-                std::array<std::reference_wrapper<const tensor>, 1>{std::cref(out)});
+    static_assert(K == bit_count(Numbers) && Numbers < (1u << N));
+    using node_t = op_node<Op, N, Numbers>;
+    const auto operands = std::tie(in...);
+    if (forward_ad_active()) {
+      if constexpr (Numbers == 0) {
+        propagate_tangent(op, out, in...);
+      } else {
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+          const std::array<tensor, N> all{
+              (node_t::is_number(I) ? tensor(number_tensor(nums.values[node_t::number_of(I)],
+                                                           nums.dtype, out.device()))
+                                    : std::get<I>(operands))...};
+          propagate_tangent(op, out, all[I]...);
+        }
+        (std::make_index_sequence<N>{});
+      }
+    }
+    const bool any = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return ((!node_t::is_number(I) && std::get<I>(operands).requires_grad()) || ...);
+    }
+    (std::make_index_sequence<N>{});
+    if (!grad_mode() || !any) return out;
+    auto n = make_node<node_t>(op);
+    n->numbers = nums.values;
+    n->set_number_dtype(nums.dtype);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      record_node(n,
+                  std::array<std::reference_wrapper<const tensor>, node_t::n_edges>{
+                      std::cref(std::get<node_t::operand_of_edge[I]>(operands))...},
+                  std::array<std::reference_wrapper<const tensor>, 1>{std::cref(out)});
+    }
+    (std::make_index_sequence<node_t::n_edges>{});
     n->save(out, in...);
     return out;
   }
+}
+
+template <class Op, class... T>
+tensor record(const Op& op, tensor out, const T&... in) {
+  return record<0u>(op, std::move(out), bound_numbers<0>{}, in...);
 }
 
 }  // namespace mg::detail

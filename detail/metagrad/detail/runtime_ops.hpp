@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -131,45 +132,108 @@ bool keeps_integers_of(const Op& op) {
   }
 }
 
-template <class Op, class... T>
-tensor elementwise_apply(const Op& op, dtype promoted, const T&... t) {
-  constexpr std::size_t N = sizeof...(T);
+template <class X>
+inline constexpr bool is_tensor_v = std::is_same_v<X, tensor>;
+
+// A bit per operand that is a C++ number (Note [Number operands] in nodes.hpp).
+template <class... X>
+constexpr std::uint32_t number_mask() {
+  std::uint32_t m = 0, bit = 1;
+  ((m |= is_tensor_v<X> ? 0u : bit, bit <<= 1), ...);
+  return m;
+}
+
+// The number operands' values, in dtype d.
+template <class... X>
+auto numbers_of(dtype d, const X&... x) {
+  bound_numbers<bit_count(number_mask<X...>())> r;
+  r.dtype = d;
+  std::size_t k = 0;
+  const auto visit = [&](const auto& a) {
+    if constexpr (!is_tensor_v<std::remove_cvref_t<decltype(a)>>)
+      r.values[k++] = static_cast<double>(a);
+  };
+  (visit(x), ...);
+  return r;
+}
+
+template <class Op, class... X>
+tensor elementwise_apply(const Op& op, dtype promoted, const X&... x) {
+  constexpr std::size_t N = sizeof...(X);
+  constexpr std::uint32_t numbers = number_mask<X...>();
   const char* name = op_name<Op>();
-  const std::array<const tensor_impl*, N> in0{&operand(t, name)...};
-  for (std::size_t k = 1; k < N; ++k) check_same_device(*in0[0], *in0[k], name);
+  const tensor_impl& first = operand(first_tensor(x...), name);
+  const auto check = [&](const auto& a) {
+    if constexpr (is_tensor_v<std::remove_cvref_t<decltype(a)>>)
+      check_same_device(first, operand(a, name), name);
+  };
+  (check(x), ...);
   // See Note [Elementwise dtypes]
   const bool integral = !is_floating(promoted);
   const bool comparison = integral && !is_differentiable<Op>();
   const bool keeps = keeps_integers_of(op);
   const dtype d = !integral ? promoted : keeps || comparison ? dtype::f64 : dtype::f32;
-  const std::array<tensor, N> c{t.to(d)...};  // recorded: gradients come back in each dtype
-  shape_t shape = c[0].shape();
-  for (std::size_t k = 1; k < N; ++k) shape = broadcast_extents(shape, c[k].shape(), name);
+  // the tensor operands in d (recorded: gradients come back in each dtype); the numbers are
+  // operands of d that no kernel keeps (Note [Number operands] in nodes.hpp)
+  const auto nums = numbers_of(d, x...);
+  std::array<tensor, N> c;
+  std::array<const tensor_impl*, N> in{};
+  bool zero_d = first.device() == device::cpu;
+  shape_t shape;
+  [&]<std::size_t... k>(std::index_sequence<k...>) {
+    const auto setup = [&]<std::size_t i>(std::integral_constant<std::size_t, i>, const auto& a) {
+      if constexpr (is_tensor_v<std::remove_cvref_t<decltype(a)>>) {
+        c[i] = a.to(d);
+        in[i] = c[i].impl().get();
+        zero_d = zero_d && in[i]->shape.empty();
+        if (!in[i]->shape.empty()) shape = broadcast_extents(shape, in[i]->shape, name);
+      }
+    };
+    (setup(std::integral_constant<std::size_t, k>{}, x), ...);
+  }
+  (std::make_index_sequence<N>{});
+  const auto number_at = [&](std::size_t i) {
+    return nums.values[bit_count(numbers & ((1u << i) - 1))];
+  };
   const dtype result = dispatch_floating(
       d, [&]<class V>(std::type_identity<V>) { return dtype_of<forward_result_t<Op, V>>(); });
+  tensor out;
+  if (zero_d) {  // Note [Zero-d kernels]
+    out = tensor(make_impl({}, result, device::cpu));
+    std::array<element_value, N> e;
+    std::array<const void*, N> p;
+    for (std::size_t i = 0; i < N; ++i)
+      p[i] = numbers >> i & 1 ? e[i].set(number_at(i), d) : element_address(*in[i]);
+    zero_d_forward_kernel(op, d, element_address(*out.impl()), p);
+  } else {
+    std::array<std::optional<scalar_operand>, N> scalars;
+    for (std::size_t i = 0; i < N; ++i)
+      if (numbers >> i & 1) in[i] = scalars[i].emplace(number_at(i), d, first.device()).get();
+    out = tensor(elementwise_kernel(op, in, shape, d, result));
+  }
+  if (integral && keeps)  // no operand requires grad: nothing to record
+    return tensor(copy_kernel(*out.impl(), promoted, shape));
   return [&]<std::size_t... k>(std::index_sequence<k...>) {
-    tensor out(elementwise_kernel(op, std::array<const tensor_impl*, N>{c[k].impl().get()...},
-                                  shape, d, result));
-    if (integral && keeps)  // no operand requires grad: nothing to record
-      return tensor(copy_kernel(*out.impl(), promoted, shape));
-    return record(op, std::move(out), c[k]...);
+    return record<numbers>(op, std::move(out), nums, c[k]...);
   }
   (std::make_index_sequence<N>{});
 }
 
-template <class Op, class... T>
-tensor shaped_apply(const Op& op, const T&... t) {
-  (operand(t, op_name<Op>()), ...);
-  tensor out;
-  {
-    grad_mode_guard off(false);
-    out = tensor(op.forward(t...));
-  }
-  if constexpr (sizeof...(T) == 1) {
-    const tensor& x = first_tensor(t...);
-    if (out.impl() == x.impl()) return x;  // the identity (expand to its own shape...): no node
-  }
-  return record(op, std::move(out), t...);
+template <class Op, class... X>
+tensor shaped_apply(const Op& op, const tensor& like, const X&... x) {
+  const dtype nd = number_dtype(x...);
+  return [&](const auto&... t) {
+    (operand(t, op_name<Op>()), ...);
+    tensor out;
+    {
+      grad_mode_guard off(false);
+      out = tensor(op.forward(t...));
+    }
+    if constexpr (sizeof...(X) == 1) {
+      if (out.impl() == like.impl()) return like;  // the identity (expand to its own shape...)
+    }
+    return record<number_mask<X...>()>(op, std::move(out), numbers_of(nd, x...), t...);
+  }(as_tensor(x, like, nd)...);
 }
 
 // The tensor family of detail::call (see the comment at the top).
@@ -178,15 +242,12 @@ tensor apply_in(tensor_family, const Op& op, const X&... x) {
   const prof::op_range profiled(&op_name<Op>, x...);  // <metagrad/profiler.hpp>
   const tensor& like = first_tensor(x...);
   operand(like, op_name<Op>());
-  const dtype nd = number_dtype(x...);
   if constexpr (is_elementwise<Op>()) {
     promotion p;
     (p.visit(x), ...);
-    const dtype promoted = p.result();
-    const dtype compute = is_floating(promoted) ? promoted : dtype::f64;
-    return elementwise_apply(op, promoted, as_tensor(x, like, compute)...);
+    return elementwise_apply(op, p.result(), x...);
   } else {
-    return shaped_apply(op, as_tensor(x, like, nd)...);
+    return shaped_apply(op, like, x...);
   }
 }
 

@@ -12,6 +12,9 @@
 //   - whatever the innermost saved-tensor pack hook returned, with the history kept beside it;
 //   - for a backward that reads only the shape (saved::input_shapes): a tensor without elements
 //     that describes it, kept after backward (as torch keeps sizes, not tensors).
+// Inputs, outputs and shapes are kept as the fields of an alias (saved_variable::view, half the
+// size of a tensor_impl: a chain of a million ops saves a million of them), made into a tensor
+// on unpack.
 // Unpacking checks the version counter (not with hooks, as torch) and fails once backward freed
 // the saved tensors (a second backward without retain_graph).
 #pragma once
@@ -112,6 +115,16 @@ class saved_variable {
   // The saved tensor (null if nothing was saved), its grad_fn re-attached.
   impl_ptr unpack(const graph_node* owner, const char* op) const;
 
+  // Where the saved elements are, checked as unpack checks them, for a kernel that only reads
+  // them (Note [Zero-d kernels]) and so needs no tensor; store is null when unpack must make one
+  // (nothing saved, a number, a packed tensor).
+  struct elements {
+    const storage* store = nullptr;
+    const shape_t* shape = nullptr;
+    std::int64_t offset = 0;
+  };
+  elements peek(const char* op) const;
+
   void release() {
     if (kind_ == kind::shape) return;  // no elements to free
     if (kind_ != kind::empty) freed_ = true;
@@ -125,20 +138,33 @@ class saved_variable {
  private:
   friend struct graph_dot_access;  // reads it for the graph picture (<metagrad/graph_dot.hpp>)
   enum class kind : std::uint8_t { empty, leaf, input, output, number, packed, shape };
+  // What an input, an output or a shape is saved as (Note [Saved tensors]): the fields of an
+  // alias (half a tensor_impl), made into one on unpack.
+  struct view {
+    std::shared_ptr<storage> store;
+    shape_t shape, strides;
+    std::int64_t offset = 0;
+    std::shared_ptr<graph_node> grad_fn;  // an input's when saved
+    bool wrapped_number = false;
+  };
   struct packed_entry {
     std::shared_ptr<packed_tensor> packed;
     std::shared_ptr<graph_node> history;  // grad_fn (the accumulator, for a leaf) when saved
     bool is_output = false;
   };
 
-  std::shared_ptr<void> payload_;  // a tensor_impl, a packed_entry, or null (a number)
+  void check_not_freed(const char* op) const;
+  void check_unchanged(const storage& st, const shape_t& shape, const char* op) const;
+
+  // 32 bytes: the flags share a byte (a node holds one per saved value)
+  std::shared_ptr<void> payload_;  // a tensor_impl (leaf), a view, a packed_entry, or null
   std::uint64_t word_ = 0;         // the version when saved, or the bits of a saved number
-  kind kind_ = kind::empty;
-  mg::dtype number_dtype_ = mg::dtype::f64;
-  mg::device number_device_ = mg::device::cpu;
-  bool check_version_ = true;
-  bool freed_ = false;
   std::uint32_t output_nr_ = 0;
+  kind kind_ : 3 = kind::empty;
+  mg::dtype number_dtype_ : 2 = mg::dtype::f64;
+  mg::device number_device_ : 1 = mg::device::cpu;
+  bool check_version_ : 1 = true;
+  bool freed_ : 1 = false;
 };
 
 inline void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version,
@@ -153,11 +179,11 @@ inline void saved_variable::save(const impl_ptr& t, bool is_output, bool check_v
   output_nr_ = t->output_nr;
   if (!check_version) {
     // only the shape is read (saved::input_shapes): a tensor without elements that describes t
-    auto a = std::make_shared<tensor_impl>();
-    a->store = empty_storage(t->dtype(), t->device());
-    a->shape = t->shape;
-    a->strides = t->strides;
-    payload_ = std::move(a);
+    auto v = std::make_shared<view>();
+    v->store = empty_storage(t->dtype(), t->device());
+    v->shape = t->shape;
+    v->strides = t->strides;
+    payload_ = std::move(v);
     kind_ = kind::shape;
     return;
   }
@@ -182,19 +208,19 @@ inline void saved_variable::save(const impl_ptr& t, bool is_output, bool check_v
     number_dtype_ = t->dtype();
     number_device_ = t->device();
     kind_ = kind::number;
-  } else if (is_output) {
-    payload_ = alias_of(*t);
-    kind_ = kind::output;
-  } else if (t->requires_grad && !t->grad_fn) {
+  } else if (t->requires_grad && !t->grad_fn && !is_output) {
     payload_ = t;
     kind_ = kind::leaf;
   } else {
-    auto a = alias_of(*t);
-    a->grad_fn = t->grad_fn;
-    a->output_nr = t->output_nr;
-    a->wrapped_number = t->wrapped_number;
-    payload_ = std::move(a);
-    kind_ = kind::input;
+    auto v = std::make_shared<view>();
+    v->store = t->store;
+    v->shape = t->shape;
+    v->strides = t->strides;
+    v->offset = t->offset;
+    if (!is_output) v->grad_fn = t->grad_fn;
+    v->wrapped_number = !is_output && t->wrapped_number;
+    payload_ = std::move(v);
+    kind_ = is_output ? kind::output : kind::input;
   }
 }
 
@@ -202,7 +228,7 @@ inline void saved_variable::save(const impl_ptr& t, bool is_output, bool check_v
 // them).
 impl_ptr number_tensor(double v, mg::dtype d, mg::device dev);
 
-inline impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) const {
+inline void saved_variable::check_not_freed(const char* op) const {
   if (freed_)
     fail(
         "Trying to backward through the graph a second time (or to use saved tensors after "
@@ -210,6 +236,33 @@ inline impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) 
         op,
         " were freed when backward ran; pass .retain_graph = true to the first backward (or "
         "mg::autograd::grad) if you need to backward through the graph again");
+}
+
+inline void saved_variable::check_unchanged(const storage& st, const shape_t& shape,
+                                            const char* op) const {
+  if (check_version_ && st.version != word_)
+    fail(
+        "one of the tensors needed for gradient computation has been modified by an in-place "
+        "operation: a tensor of shape ",
+        shape_string(shape), " saved by ", op, " is at version ", st.version, "; expected version ",
+        word_, "; make a copy before modifying it in place, or modify it out of place");
+}
+
+inline saved_variable::elements saved_variable::peek(const char* op) const {
+  check_not_freed(op);
+  if (kind_ == kind::leaf) {
+    const auto& t = *static_cast<const tensor_impl*>(payload_.get());
+    check_unchanged(*t.store, t.shape, op);
+    return {t.store.get(), &t.shape, t.offset};
+  }
+  if (kind_ != kind::input && kind_ != kind::output) return {};
+  const view& v = *static_cast<const view*>(payload_.get());
+  check_unchanged(*v.store, v.shape, op);
+  return {v.store.get(), &v.shape, v.offset};
+}
+
+inline impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) const {
+  check_not_freed(op);
   const auto self = [&]() -> std::shared_ptr<graph_node> {
     const auto* r = running_node();
     return r && r->get() == owner ? *r : nullptr;
@@ -234,18 +287,24 @@ inline impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) 
     default:
       break;
   }
-  const auto data = std::static_pointer_cast<tensor_impl>(payload_);
-  if (check_version_ && data->store->version != word_)
-    fail(
-        "one of the tensors needed for gradient computation has been modified by an in-place "
-        "operation: a tensor of shape ",
-        shape_string(data->shape), " saved by ", op, " is at version ", data->store->version,
-        "; expected version ", word_,
-        "; make a copy before modifying it in place, or modify it out of place");
-  if (kind_ != kind::output) return data;
-  auto t = alias_of(*data);
-  t->grad_fn = self();
-  t->output_nr = output_nr_;
+  if (kind_ == kind::leaf) {
+    auto data = std::static_pointer_cast<tensor_impl>(payload_);
+    check_unchanged(*data->store, data->shape, op);
+    return data;
+  }
+  const view& v = *static_cast<const view*>(payload_.get());
+  check_unchanged(*v.store, v.shape, op);
+  auto t = std::make_shared<tensor_impl>();
+  t->store = v.store;
+  t->shape = v.shape;
+  t->strides = v.strides;
+  t->offset = v.offset;
+  t->is_inference = false;  // an inference tensor is never saved
+  t->wrapped_number = v.wrapped_number;
+  if (kind_ != kind::shape) {
+    t->grad_fn = kind_ == kind::output ? self() : v.grad_fn;
+    t->output_nr = output_nr_;
+  }
   return t;
 }
 

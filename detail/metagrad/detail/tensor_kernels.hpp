@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 #include <metagrad/concepts.hpp>
@@ -162,6 +163,87 @@ inline impl_ptr sum_to_kernel(const tensor_impl& x, const shape_t& shape) {
   for (std::size_t i = 0; i < x.shape.size(); ++i)
     if (i < lead || (shape[i - lead] == 1 && x.shape[i] != 1)) reduced |= 1u << i;
   return sum_kernel(x, reduced, shape);
+}
+
+// The address of t's element (0, ..., 0).
+inline void* element_address(const tensor_impl& t) {
+  return static_cast<char*>(t.store->data) +
+         t.offset * static_cast<std::int64_t>(element_size(t.dtype()));
+}
+
+// One element of dtype d holding v, in place: a 0-d kernel operand that is a number (or a
+// placeholder for a value a backward does not read).
+class element_value {
+ public:
+  const void* set(double v, dtype d) {
+    switch (d) {
+      case dtype::f64:
+        return &(u_.f64 = v);
+      case dtype::i64:
+        return &(u_.i64 = static_cast<std::int64_t>(v));
+      case dtype::b8:
+        return &(u_.b8 = v != 0);
+      default:
+        return &(u_.f32 = static_cast<float>(v));
+    }
+  }
+
+ private:
+  union {
+    double f64;
+    float f32;
+    std::int64_t i64;
+    bool b8;
+  } u_{};
+};
+
+// Note [Zero-d kernels]: on the CPU, an elementwise op whose operands are all 0-d runs on their
+// elements' addresses: no index space, broadcast strides or coalescing to set up, which are most
+// of a one-element op's cost. It evaluates the op struct's forward and backward on numbers, as
+// the general kernels do for every element outside SIMD packs.
+template <class Op, std::size_t N>
+void zero_d_forward_kernel(const Op& op, dtype value, void* out,
+                           const std::array<const void*, N>& in) {
+  dispatch_floating(value, [&]<class T>(std::type_identity<T>) {
+    using R = forward_result_t<Op, T>;
+    [&]<std::size_t... k>(std::index_sequence<k...>) {
+      *static_cast<R*>(out) = static_cast<R>(op.forward(*static_cast<const T*>(in[k])...));
+    }
+    (std::make_index_sequence<N>{});
+  });
+}
+
+template <bool Saved, class T>
+auto zero_d_saved(const void* p) {
+  if constexpr (Saved) {
+    return *static_cast<const T*>(p);
+  } else {
+    return not_saved{};
+  }
+}
+
+// grads[k] (where not null) = component k of op's backward at 0-d operands (in[k] and y may be
+// null when op does not save them).
+template <class Op, std::size_t N>
+void zero_d_backward_kernel(const Op& op, dtype value, const std::array<const void*, N>& in,
+                            const void* y, const void* g, const std::array<void*, N>& grads) {
+  if constexpr (is_differentiable<Op>()) {
+    dispatch_floating(value, [&]<class T>(std::type_identity<T>) {
+      using R = forward_result_t<Op, T>;
+      [&]<std::size_t... k>(std::index_sequence<k...>) {
+        const auto b =
+            op.backward(zero_d_saved<saves_inputs_v<Op>, T>(in[k])...,
+                        zero_d_saved<saves_output_v<Op>, R>(y), *static_cast<const T*>(g));
+        (
+            [&] {
+              if constexpr (!std::is_same_v<component_t<k, decltype(b)>, no_grad>)
+                if (grads[k]) *static_cast<T*>(grads[k]) = static_cast<T>(component<k>(b));
+            }(),
+            ...);
+      }
+      (std::make_index_sequence<N>{});
+    });
+  }
 }
 
 // Op over its inputs (all of dtype `value`, broadcast to `shape`) on their device.
