@@ -2,7 +2,7 @@
 // where the cost is the engine's own (recording, the graph task, allocation), not arithmetic.
 //   - BM_chain_*_1e6: a chain of 1,000,000 ops, forward, backward and freeing timed apart
 //     (counters forward_s, backward_s, free_s), and the peak RSS of a whole program that runs it
-//     once (peak_rss_MB: VmHWM of a fresh process, `bench_runtime_chain --peak-rss OP N`).
+//     once (peak_rss_MiB: VmHWM of a fresh process, `bench_runtime_chain --peak-rss OP N`).
 //   - BM_per_op_*: a 1000-op chain forward and backward, repeated; per_op is the time per op.
 //   - BM_*_hand_written: the same chains as a plain double loop with a hand-written tape and
 //     reverse pass, the floor of any tape-based engine.
@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -83,10 +84,12 @@ chain_times run_chain(op o, long n) {
   return t;
 }
 
-// The whole-program peak RSS of one chain of n ops, in MB, measured in a fresh process.
-double peak_rss_mb(op o, long n) {
+// The whole-program peak RSS of one chain of n ops, in MiB, measured in a fresh process.
+double peak_rss_mib(op o, long n) {
+  // this program, by its path: under the shell of popen, /proc/self/exe is the shell
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::string cmd =
-      "/proc/self/exe --peak-rss " + std::string(op_name(o)) + " " + std::to_string(n);
+      "'" + self + "' --peak-rss " + std::string(op_name(o)) + " " + std::to_string(n);
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return -1;
   double mb = -1;
@@ -110,10 +113,11 @@ void BM_chain_1e6(benchmark::State& state, op o) {
   state.counters["forward_s"] = benchmark::Counter(sum.forward, avg);
   state.counters["backward_s"] = benchmark::Counter(sum.backward, avg);
   state.counters["free_s"] = benchmark::Counter(sum.free, avg);
-  state.counters["peak_rss_MB"] = peak_rss_mb(o, n);
+  state.counters["peak_rss_MiB"] = peak_rss_mib(o, n);
 }
 void BM_chain_mul_1e6(benchmark::State& state) { BM_chain_1e6(state, op::mul); }
 void BM_chain_sin_1e6(benchmark::State& state) { BM_chain_1e6(state, op::sin); }
+void BM_chain_mul_tensor_1e6(benchmark::State& state) { BM_chain_1e6(state, op::mul_tensor); }
 
 // The floor: y *= c with the tape of multipliers, then the reverse pass g *= c.
 void BM_chain_mul_1e6_hand_written(benchmark::State& state) {
@@ -177,6 +181,11 @@ BENCHMARK(BM_chain_sin_1e6)
     ->Iterations(1)
     ->Repetitions(3)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_chain_mul_tensor_1e6)
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Repetitions(3)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_chain_mul_1e6_hand_written)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_per_op_mul)->Repetitions(5)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_per_op_mul_tensor)->Repetitions(5)->Unit(benchmark::kMicrosecond);
@@ -187,7 +196,7 @@ BENCHMARK(BM_per_op_sin_hand_written)->Unit(benchmark::kMicrosecond);
 }  // namespace
 
 // `bench_runtime_chain --peak-rss mul|sin|mul_tensor N` runs one chain of N ops (forward,
-// backward, free) and prints the peak RSS of the whole program in MB; `--chain OP N` prints the
+// backward, free) and prints the peak RSS of the whole program in MiB; `--chain OP N` prints the
 // phases' times too (and runs under callgrind or massif without Google Benchmark).
 int main(int argc, char** argv) {
   if (argc == 4 &&
@@ -197,7 +206,7 @@ int main(int argc, char** argv) {
     if (std::string_view(argv[1]) == "--peak-rss")
       std::printf("%.1f\n", mb);
     else
-      std::printf("forward %.3f s  backward %.3f s  free %.3f s  peak RSS %.1f MB  grad %.9g\n",
+      std::printf("forward %.3f s  backward %.3f s  free %.3f s  peak RSS %.1f MiB  grad %.9g\n",
                   t.forward, t.backward, t.free, mb, t.grad);
     return 0;
   }
