@@ -257,19 +257,27 @@ inline void check_omitted_v(const tensor_list& like, const site& s, const char* 
          "; pass v");
 }
 
+// v checked against the tensors it weighs (`what`: their name in messages), or nothing when it
+// was omitted, which only one-element tensors allow (`omitted_what`).
+template <class X>
+tensor_list prepare_v(const X& v, const tensor_list& against, const site& s, const char* what,
+                      const char* omitted_what) {
+  if (omitted(v)) {
+    check_omitted_v(against, s, omitted_what);
+    return {};
+  }
+  tensor_list vs = prepare(as_list(v), s, false, "v");
+  check_v(vs, against, s, what);
+  return vs;
+}
+
 // vjp: v^T J, by one backward from f's outputs weighted by v.
 template <class F, class X, class Y>
 output_and_result<Y, X> vjp(const F& f, const X& x, const Y& v, const site& s) {
   enable_grad_guard on(true);  // also under no_grad_guard: f is differentiated
   const tensor_list xs = prepare(as_list(x), s, true, "input");
   const tensor_list ys = call<X>(f, xs, s);
-  tensor_list vs;
-  if (!omitted(v)) {
-    vs = prepare(as_list(v), s, false, "v");
-    check_v(vs, ys, s, "output");
-  } else {
-    check_omitted_v(ys, s, "output of f");
-  }
+  const tensor_list vs = prepare_v(v, ys, s, "output", "output of f");
   tensor_list r = gradients(ys, xs, vs, s.create_graph, s.create_graph);
   r = fill_zeros(std::move(r), xs, s, "f's outputs do not depend on input ");
   return {as<Y>(finish(ys, s)), as<X>(finish(std::move(r), s))};
@@ -280,13 +288,7 @@ template <class F, class X, class Y>
 output_and_result<Y, Y> jvp(const F& f, const X& x, const X& v, const site& s) {
   enable_grad_guard on(true);  // also under no_grad_guard: f is differentiated
   const tensor_list xs = prepare(as_list(x), s, true, "input");
-  tensor_list vs;
-  if (!omitted(v)) {
-    vs = prepare(as_list(v), s, false, "v");
-    check_v(vs, xs, s, "input");
-  } else {
-    check_omitted_v(xs, s, "input");
-  }
+  const tensor_list vs = prepare_v(v, xs, s, "input", "input");
   const tensor_list ys = call<X>(f, xs, s);
   // u: one zero tensor per output that depends on the inputs (the others have J = 0)
   tensor_list us, live;
@@ -328,13 +330,7 @@ template <class F, class X>
 output_and_result<tensor, X> hvp(const F& f, const X& x, const X& v, const site& s) {
   enable_grad_guard on(true);  // also under no_grad_guard: f is differentiated
   const tensor_list xs = prepare(as_list(x), s, true, "input");
-  tensor_list vs;
-  if (!omitted(v)) {
-    vs = prepare(as_list(v), s, false, "v");
-    check_v(vs, xs, s, "input");
-  } else {
-    check_omitted_v(xs, s, "input");
-  }
+  const tensor_list vs = prepare_v(v, xs, s, "input", "input");
   const tensor_list ys = call<X>(f, xs, s);
   const tensor& y = scalar_output(ys, s);
   tensor_list g = gradients({y}, xs, {}, true, true);
