@@ -174,7 +174,10 @@ hook_handle register_multi_grad_hook(const tensor_list& tensors, F fn) {
       s->fn(ready);
       return tensor{};
     };
-    detail::hook_access::join(all, tensors[i].register_hook(h));
+    detail::hook_access::join(all,
+                              detail::add_tensor_hook(
+                                  tensors[i].impl(), [&] { return detail::make_tensor_hook(h); },
+                                  "register_multi_grad_hook", /*sees_undefined=*/true));
   }
   return all;
 }

@@ -206,6 +206,37 @@ TEST(Hooks, MultiGradHookSeesTheGradientsAndIsRemoved) {
   EXPECT_EQ(seen, -1);
 }
 
+// Only a's gradient flows out of this function; b's is undefined.
+struct first_only {
+  static tensor forward(mg::context&, const tensor& a, const tensor& b) { return a * b; }
+  static tensor_list backward(mg::context&, const tensor_list& g) { return {g[0], tensor{}}; }
+};
+
+// b's node runs but receives an undefined gradient: the hook still fires once, with grads[1]
+// undefined (torch passes None), and plain tensor hooks of b are not called with it.
+TEST(Hooks, MultiGradHookFiresWhenAGradientIsUndefined) {
+  tensor a = leaf({1., 2.}), b = leaf({3., 4.});
+  tensor bb = b * 1.0;  // a non-leaf whose grad_fn is reached without a gradient
+  int plain = 0;
+  (void)bb.register_hook([&](const tensor& g) {
+    ++plain;
+    return g;
+  });
+  std::vector<std::vector<bool>> calls;
+  auto h = mg::autograd::register_multi_grad_hook({a, bb, b}, [&](const tensor_list& g) {
+    calls.push_back({g[0].defined(), g[1].defined(), g[2].defined()});
+    if (g[0].defined()) {
+      EXPECT_EQ(values(g[0]), (std::vector<double>{1, 1}));  // backward passes g through
+    }
+  });
+  mg::apply<first_only>(a, bb).sum().backward();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(plain, 0);
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{1, 1}));
+  EXPECT_FALSE(b.grad().defined());
+}
+
 TEST(Hooks, RetainGradIsAHookAndFollowsInPlaceWrites) {
   tensor x = leaf({1., 2.});
   tensor y = x * 2.0;

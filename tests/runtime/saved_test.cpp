@@ -52,6 +52,46 @@ TEST(Saved, AProductSavesOnlyWhatTheWantedGradientReads) {
   EXPECT_EQ(values(leaf.grad()), (std::vector<double>{3.25, 4.25}));
 }
 
+// matmul, dot and outer declare what each gradient reads (that of a reads b, that of b reads a):
+// x @ W with only W requiring grad saves x (its values) and only W's shape, as torch's mm does.
+TEST(Saved, MatrixProductsSaveOnlyWhatTheWantedGradientReads) {
+  const auto check = [](const char* op, auto f, std::vector<std::int64_t> sx,
+                        std::vector<std::int64_t> sw) {
+    SCOPED_TRACE(op);
+    tensor x0 = mg::randn(sx, {.dtype = mg::f64});
+    tensor w0 = mg::randn(sw, {.dtype = mg::f64});
+    // only W requires grad: W may change in place afterwards, and W's gradient is right
+    tensor x = x0.clone(), w = w0.clone().requires_grad_();
+    tensor wv = w * 1.0;  // a non-leaf we may write in place
+    tensor y = f(x, wv);
+    wv.mul_(10.0);  // allowed: no wanted gradient reads W
+    y.sum().backward();
+    tensor w_ref = w0.clone().requires_grad_();
+    f(x0, w_ref).sum().backward();
+    EXPECT_EQ(values(w.grad()), values(w_ref.grad()));
+    // x is read by W's gradient: changing it is an error naming the op
+    tensor x2 = x0.clone(), w2 = w0.clone().requires_grad_();
+    tensor y2 = f(x2, w2);
+    x2.add_(1.0);
+    expect_error([&] { y2.sum().backward(); }, {op, "version 1", "expected version 0"});
+    // and the other way round
+    tensor x3 = x0.clone().requires_grad_();
+    tensor xv = x3 * 1.0;
+    tensor y3 = f(xv, w0);
+    xv.mul_(10.0);
+    y3.sum().backward();
+    tensor x_ref = x0.clone().requires_grad_();
+    f(x_ref, w0).sum().backward();
+    EXPECT_EQ(values(x3.grad()), values(x_ref.grad()));
+  };
+  const auto mm = [](const tensor& a, const tensor& b) { return mg::matmul(a, b); };
+  check("matmul", mm, {3, 4}, {4, 2});
+  check("matmul", mm, {4}, {4, 2});  // 1-D operands take the promoted path
+  check("matmul", mm, {2, 3, 4}, {4});
+  check("dot", [](const tensor& a, const tensor& b) { return mg::dot(a, b); }, {5}, {5});
+  check("outer", [](const tensor& a, const tensor& b) { return mg::outer(a, b); }, {3}, {2});
+}
+
 TEST(Saved, IncrementVersionInvalidatesSavedTensors) {
   tensor x = tensor{1., 2.}.requires_grad_();
   tensor w{3., 4.};

@@ -82,6 +82,25 @@ template <class X>
 concept ZeroD =
     std::is_same_v<family_of_t<X>, number_family> || std::is_same_v<family_of_t<X>, expr_family>;
 
+// For the backward of an op that declares `gradient_reads` (Note [What a node saves]): does x
+// hold elements? The runtime engine passes a value that no wanted gradient reads as a tensor that
+// only describes its shape; the gradients that read it are not wanted. Other evaluators pass
+// every value.
+template <class X>
+bool holds_elements(const X& x) {
+  if constexpr (std::is_same_v<family_of_t<X>, tensor_family>) {
+    return x.impl()->store->nbytes != 0 || x.numel() == 0;
+  } else {
+    return true;
+  }
+}
+// f(), a gradient that reads `read`: computed when read holds elements, else left undefined.
+template <class X, class F>
+auto gradient_reading(const X& read, const F& f) {
+  if (holds_elements(read)) return f();
+  return decltype(f()){};
+}
+
 // Applies op to args in the evaluator of their family. See the comment at the top.
 template <class Op, class... X>
 MG_HD MG_INLINE constexpr auto call(const Op& op, const X&... x) {

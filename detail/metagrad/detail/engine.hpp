@@ -215,7 +215,12 @@ inline bool before_node(graph_task& task, graph_node& n, std::vector<impl_ptr>& 
   if (hook_set* hs = n.tensor_hook_set()) {
     const auto meta = n.outputs();
     for (std::size_t k = 0; k < grads.size(); ++k) {
-      if (!grads[k]) continue;
+      if (!grads[k]) {  // only hooks that asked to see it learn that no gradient arrived
+        const auto hooks = hs->tensor_hooks;
+        for (const auto& h : hooks)
+          if (h.output_nr == k && h.sees_undefined) (void)h.fn(tensor{});
+        continue;
+      }
       // a copy: a hook may register or remove hooks
       const auto hooks = hs->tensor_hooks;
       for (const auto& h : hooks) {

@@ -53,6 +53,7 @@ struct hook_set {
     tensor_hook_fn fn;
     std::weak_ptr<tensor_impl> owner;  // the tensor it was registered on
     std::uint32_t self_refs;  // references to owner the hook holds (Note [Hooks that capture...])
+    bool sees_undefined = false;  // also called when no gradient arrives (multi-grad hooks)
   };
   struct retain {
     std::uint32_t output_nr;
@@ -165,7 +166,7 @@ tensor_hook_fn make_tensor_hook(const F& fn) {
 // Registers a tensor hook on t (a leaf: its own hook set; else its grad_fn's, for its output
 // number), counting the references to t the hook holds (Note [Hooks that capture...]).
 inline hook_handle add_tensor_hook(const impl_ptr& t, const std::function<tensor_hook_fn()>& make,
-                                   const char* api) {
+                                   const char* api, bool sees_undefined = false) {
   if (!requires_grad(*t))
     fail(api, ": cannot register a hook on a tensor that does not require grad (shape ",
          shape_string(t->shape), "); call requires_grad_() on the leaf first");
@@ -176,8 +177,8 @@ inline hook_handle add_tensor_hook(const impl_ptr& t, const std::function<tensor
   std::shared_ptr<hook_set>& owner = t->grad_fn ? t->grad_fn->hooks : t->hooks;
   hook_set& hs = hooks_of(owner);
   const std::uint64_t id = next_hook_id();
-  hs.tensor_hooks.push_back(
-      {id, t->grad_fn ? t->output_nr : 0u, std::move(fn), t, static_cast<std::uint32_t>(refs)});
+  hs.tensor_hooks.push_back({id, t->grad_fn ? t->output_nr : 0u, std::move(fn), t,
+                             static_cast<std::uint32_t>(refs), sees_undefined});
   t->hook_self_refs += static_cast<std::uint32_t>(refs);
   return hook_access::make(owner, id);
 }

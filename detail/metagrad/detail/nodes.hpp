@@ -88,11 +88,22 @@ auto traced_backward(std::index_sequence<I...>)
                                                    traced_arg_t<saves_output_v<Op>, N>{},
                                                    arg<N + 1>{}));
 
+// Ops whose backward is not traced (not elementwise) may declare what each gradient reads:
+// `static constexpr std::array<std::uint32_t, N> gradient_reads` (bit j < N: input j, bit N: the
+// output). A value that no wanted gradient reads is then saved as its shape only, and the backward
+// skips the gradients that read it (detail::gradient_reading).
+template <class Op>
+concept declares_gradient_reads = requires {
+  Op::gradient_reads;
+};
+
 // For each input k: a mask of the saved values (inputs 0..N-1, output N) its gradient reads.
 template <class Op, std::size_t N>
 constexpr std::array<std::uint32_t, N> gradient_reads() {
   std::array<std::uint32_t, N> r{};
-  if constexpr (!is_elementwise<Op>()) {
+  if constexpr (declares_gradient_reads<Op>) {
+    for (std::size_t k = 0; k < N; ++k) r[k] = Op::gradient_reads[k];
+  } else if constexpr (!is_elementwise<Op>()) {
     r.fill(~0u);
   } else {
     using R = decltype(traced_backward<Op, N>(std::make_index_sequence<N>{}));
@@ -298,6 +309,8 @@ struct op_node : graph_node {
       std::size_t j = 0;
       ((need & (1u << j)
             ? saved_values[slot_of(j)].save(in.impl(), false, checks_input_versions_v<Op>, name())
+        : declares_gradient_reads<Op> && (may_save >> j & 1)
+            ? saved_values[slot_of(j)].save(in.impl(), false, false, name())  // its shape only
             : void(),
         ++j),
        ...);

@@ -2,6 +2,7 @@
 // lands): matmul with numpy semantics, dot, outer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include <metagrad/concepts.hpp>
@@ -39,6 +40,9 @@ struct matmul_op {
   static constexpr const char* name = "matmul";
   static constexpr bool elementwise = false;
   static constexpr auto saves = saved::inputs;
+  // the gradient of a reads b, that of b reads a (bit j: input j): with only a requiring grad,
+  // only b is saved
+  static constexpr std::array<std::uint32_t, 2> gradient_reads{0b10, 0b01};
   static auto forward(const auto& a, const auto& b) {
     return detail::algebra<decltype(a)>::matmul(a, b);
   }
@@ -54,19 +58,22 @@ struct matmul_op {
   static auto backward_arrays(const auto& a, const auto& b, const auto& g) {
     const shape_t sa = detail::shape_of(a), sb = detail::shape_of(b);
     const bool va = sa.size() == 1, vb = sb.size() == 1;
-    if (!va && !vb)
-      return grads{mg::matmul(g, detail::transposed(b)), mg::matmul(detail::transposed(a), g)};
     shape_t pg = detail::shape_of(g);  // the result's shape with the promoted dimensions back
     if (vb) pg.push_back(1);
     if (va) pg.insert(pg.end() - 1, 1);
-    const auto A = mg::reshape(a, va ? shape_t{1, sa[0]} : sa);
-    const auto B = mg::reshape(b, vb ? shape_t{sb[0], 1} : sb);
-    const auto G = mg::reshape(g, pg);
-    auto ga = mg::matmul(G, detail::transposed(B));
-    auto gb = mg::matmul(detail::transposed(A), G);
-    if (va) ga = mg::squeeze(ga, -2);
-    if (vb) gb = mg::squeeze(gb, -1);
-    return grads{ga, gb};
+    const auto grad_a = [&] {
+      if (!va && !vb) return mg::matmul(g, detail::transposed(b));
+      const auto B = mg::reshape(b, vb ? shape_t{sb[0], 1} : sb);
+      auto ga = mg::matmul(mg::reshape(g, pg), detail::transposed(B));
+      return va ? mg::squeeze(ga, -2) : ga;
+    };
+    const auto grad_b = [&] {
+      if (!va && !vb) return mg::matmul(detail::transposed(a), g);
+      const auto A = mg::reshape(a, va ? shape_t{1, sa[0]} : sa);
+      auto gb = mg::matmul(detail::transposed(A), mg::reshape(g, pg));
+      return vb ? mg::squeeze(gb, -1) : gb;
+    };
+    return grads{detail::gradient_reading(b, grad_a), detail::gradient_reading(a, grad_b)};
   }
 };
 template <class A, class B>
@@ -98,9 +105,11 @@ struct dot_op {
       detail::check_vectors(a, b, "dot", true);
     return detail::algebra<decltype(a)>::matmul(a, b, "dot");
   }
+  static constexpr std::array<std::uint32_t, 2> gradient_reads{0b10, 0b01};
   // d/da (a . b) = g b, d/db (a . b) = g a
   static auto backward(const auto& a, const auto& b, const auto&, const auto& g) {
-    return grads{detail::call(mul_op{}, g, b), detail::call(mul_op{}, g, a)};
+    return grads{detail::gradient_reading(b, [&] { return detail::call(mul_op{}, g, b); }),
+                 detail::gradient_reading(a, [&] { return detail::call(mul_op{}, g, a); })};
   }
 };
 template <class A, class B>
@@ -120,12 +129,15 @@ struct outer_op {
     using alg = detail::algebra<decltype(a)>;
     return alg::matmul(alg::unsqueeze(a, 1), alg::unsqueeze(b, 0), "outer");
   }
+  static constexpr std::array<std::uint32_t, 2> gradient_reads{0b10, 0b01};
   // d/da (a b^T) = G b, d/db (a b^T) = G^T a
   static auto backward(const auto& a, const auto& b, const auto&, const auto& g) {
     if constexpr (detail::ZeroD<decltype(a)>) {
       return grads{detail::call(mul_op{}, g, b), detail::call(mul_op{}, g, a)};
     } else {
-      return grads{mg::matmul(g, b), mg::matmul(detail::transposed(g), a)};
+      return grads{
+          detail::gradient_reading(b, [&] { return mg::matmul(g, b); }),
+          detail::gradient_reading(a, [&] { return mg::matmul(detail::transposed(g), a); })};
     }
   }
 };
