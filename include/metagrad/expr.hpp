@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -28,12 +29,60 @@ struct cst {
   T value;
 };
 
-/// An interior node: Op applied to Args. Op holds the attributes of the op (empty for most).
+/// A constant known from its type, for cst<known<V>>: the seed 1 of grad of grad and the 0 of
+/// an unused argument. It holds no run-time state, so subexpressions that contain it still share
+/// their slots (Note [Slot identity]).
+template <int V>
+struct known {
+  static constexpr int value = V;
+};
+
+template <class Op, class... Args>
+struct node;
+
+namespace detail {
+// Does expression type T carry no run-time state (Note [Slot identity] in plan.hpp)? Then T{} is
+// the expression, and a node stores nothing for such a child: however often a stateless
+// subexpression is reused, an expression object grows only with its stateful parts.
+template <class T>
+inline constexpr bool stateless_v = false;
+template <std::size_t I>
+inline constexpr bool stateless_v<arg<I>> = true;
+template <class T>
+inline constexpr bool stateless_v<cst<T>> = std::is_empty_v<T>;
+// An op carries no state when it is empty, or says so (`static constexpr bool is_stateless`: a
+// region whose inner expression is stateless) and is then rebuilt by Op{}.
+template <class Op>
+constexpr bool op_stateless() {
+  if constexpr (requires { Op::is_stateless; }) {
+    return Op::is_stateless;
+  } else {
+    return std::is_empty_v<Op>;
+  }
+}
+template <class Op, class... A>
+inline constexpr bool stateless_v<node<Op, A...>> = op_stateless<Op>() && (stateless_v<A> && ...);
+
+struct no_state {};
+template <class A>
+using stored_t = std::conditional_t<stateless_v<A>, no_state, A>;
+template <class A>
+MG_HD constexpr stored_t<A> store(const A& a) {
+  if constexpr (stateless_v<A>) {
+    return {};
+  } else {
+    return a;
+  }
+}
+}  // namespace detail
+
+/// An interior node: Op applied to Args. Op holds the attributes of the op (empty for most); args
+/// holds the children that have run-time state (read them with detail::child<j>).
 template <class Op, class... Args>
 struct node {
   using mg_family = detail::expr_family;
   [[no_unique_address]] Op op;
-  detail::tuple<Args...> args;
+  detail::tuple<detail::stored_t<Args>...> args;
 };
 
 namespace detail {
@@ -61,10 +110,26 @@ MG_HD constexpr auto as_expr(T&& t) {
   }
 }
 
+// Child j of node n: a reference to it, or for a stateless child a value (its type is all of it).
+template <std::size_t j, class Op, class... A>
+MG_HD MG_INLINE constexpr decltype(auto) child(const node<Op, A...>& n) {
+  using C = std::tuple_element_t<j, std::tuple<A...>>;
+  if constexpr (stateless_v<C>) {
+    return C{};
+  } else {
+    return at<j>(n.args);
+  }
+}
+
+// The node of op over the expressions c...
+template <class Op, class... C>
+MG_HD constexpr node<Op, C...> assemble(const Op& op, const C&... c) {
+  return {op, {{store(c)}...}};
+}
+
 template <class Op, class... Ts>
 MG_HD constexpr auto make_node(Op op, Ts&&... ts) {
-  using N = node<Op, decltype(as_expr(std::forward<Ts>(ts)))...>;
-  return N{op, {{as_expr(std::forward<Ts>(ts))}...}};
+  return assemble(op, as_expr(std::forward<Ts>(ts))...);
 }
 
 // The expression family of detail::call: applying an op records a node.

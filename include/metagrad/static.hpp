@@ -74,7 +74,7 @@ using traced_t = decltype(trace(std::declval<const F&>(), std::make_index_sequen
 template <class V>
 MG_HD constexpr auto one_like(const V&) {
   if constexpr (Expr<V>) {
-    return cst<double>{1.0};
+    return cst<known<1>>{};
   } else {
     return V(1);
   }
@@ -82,7 +82,7 @@ MG_HD constexpr auto one_like(const V&) {
 template <class A>
 MG_HD constexpr auto zero_like(const A&) {
   if constexpr (Expr<A>) {
-    return cst<double>{0.0};
+    return cst<known<0>>{};
   } else {
     return A(0);
   }

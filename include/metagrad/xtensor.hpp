@@ -129,7 +129,7 @@ struct evaluator<xtensor_family> {
     auto grads_out = std::tuple{make_out<T>(std::get<I>(std::forward_as_tuple(args...)))...};
     auto sinks = std::apply([](auto&... o) { return std::tuple{sink_for<T>(o)...}; }, grads_out);
     sum_sink<T> value;
-    element_loop<T, true>(std::index_sequence<I...>{}, at<0>(e.args), data, n, T(1), value, sinks);
+    element_loop<T, true>(std::index_sequence<I...>{}, child<0>(e), data, n, T(1), value, sinks);
     // numbers among the arguments: their gradient is the sum over all elements
     [&]<std::size_t... j>(std::index_sequence<j...>) {
       (finish_number(std::get<j>(grads_out), std::get<j>(sinks)), ...);

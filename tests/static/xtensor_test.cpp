@@ -194,16 +194,14 @@ TEST(StaticXtensorRegions, RewriteKeepsShapedOpsAndMergesElementwiseOnes) {
   using R = mg::detail::regionized_t<E>;
   // sum( region( matmul(x, w), b ), axis ): the region has two inputs, x*w is its input 0
   static_assert(std::is_same_v<op_of<R>::type, mg::sum_op>);
-  using Region = std::remove_cvref_t<decltype(mg::detail::at<0>(std::declval<R>().args))>;
+  using Region = std::remove_cvref_t<decltype(mg::detail::child<0>(std::declval<R>()))>;
   static_assert(mg::detail::tree_info<Region>::arity == 2);
   static_assert(
-      std::is_same_v<
-          std::remove_cvref_t<decltype(mg::detail::at<0>(std::declval<Region>().args))>,
-          node<matmul_op, arg<0>, arg<1>>>);
+      std::is_same_v<std::remove_cvref_t<decltype(mg::detail::child<0>(std::declval<Region>()))>,
+                     node<matmul_op, arg<0>, arg<1>>>);
   static_assert(
-      std::is_same_v<
-          std::remove_cvref_t<decltype(mg::detail::at<1>(std::declval<Region>().args))>,
-          arg<2>>);
+      std::is_same_v<std::remove_cvref_t<decltype(mg::detail::child<1>(std::declval<Region>()))>,
+                     arg<2>>);
   // x used four times in one region is one input
   auto f = [](auto x) { return sum(x, 0) * (sin(x) * x + exp(-x * x)); };
   using F = mg::detail::regionized_t<mg::detail::traced_t<decltype(f), 1>>;
@@ -265,4 +263,21 @@ TEST(StaticXtensorRegions, ViewsWithOffsetsAndTransposedOperands) {
   for (std::size_t i = 0; i < wt_copy.size(); ++i)
     EXPECT_NEAR(std::get<1>(g3).flat(i), std::get<1>(g4).flat(i), 1e-13);
   check_xt(layer, rows_copy, wt_copy);
+}
+
+// Note [Planning on the DAG] on arrays: an unrolled recurrence whose tree doubles with every step
+// (2^12 occurrences of its first step), on the fused path and, under a sum along an axis, as a
+// region of the general path.
+template <int K>
+auto unrolled(const auto& t, const auto& x) {
+  if constexpr (K == 0) {
+    return t;
+  } else {
+    return unrolled<K - 1>(sin(t) * x + t, x);
+  }
+}
+TEST(StaticXtensor, AnUnrolledRecurrenceIsPlannedOnItsDag) {
+  const xt::xarray<double> t = {0.3, 0.5, 0.2, -0.4}, x = {0.1, 0.05, -0.1, 0.2};
+  check_xt([](auto a, auto b) { return sum(unrolled<12>(a, b)); }, t, x);
+  check_xt([](auto a, auto b) { return sum(sum(unrolled<12>(a, b), 0) * 0.5); }, t, x);
 }

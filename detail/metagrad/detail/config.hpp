@@ -46,9 +46,8 @@
 // expression itself, e.g. `number<I>(I)...`.
 
 // Note [nvcc host constants]: device code may use a host constexpr variable (the plan_v<E>
-// tables) only by naming it in a constant expression: `plan_v<E>.rep[s]` as a template argument
-// is fine. Binding a local constexpr reference to one inside an MG_HD function is an error
+// tables) only by naming it in a constant expression: `plan_v<E>.child[s][j]` as a template
+// argument is fine. Binding a local constexpr reference to one inside an MG_HD function is an error
 // ("identifier ... is undefined in device code"), and reading it through a static reference
 // member (`static constexpr auto& d = plan_v<E>;`) a warning (#20094) in every sweep. So
-// plan.hpp computes namespace-scope scalars (child_holding, child_start) and sweep.hpp names
-// plan_v<E> directly.
+// sweep.hpp and plan.hpp's object<s> name plan_v<E> directly.

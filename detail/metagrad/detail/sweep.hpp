@@ -97,6 +97,17 @@ inline constexpr bool is_cst_v = false;
 template <class T>
 inline constexpr bool is_cst_v<cst<T>> = true;
 
+// The value of a constant: a number, or for cst<known<V>> the double V.
+template <class T>
+struct constant_value {
+  using type = T;
+};
+template <class T>
+requires std::is_empty_v<T>
+struct constant_value<T> {
+  using type = double;
+};
+
 template <class E, class Args, class Policy, class Seed>
 struct sweep_types {
   static constexpr auto& d = plan_v<E>;
@@ -104,7 +115,7 @@ struct sweep_types {
   static constexpr std::size_t root = N - 1;
 
   template <std::size_t s>
-  using expr_of = std::remove_cvref_t<decltype(occurrence<d.rep[s]>(std::declval<const E&>()))>;
+  using expr_of = slot_expr_t<E, s>;
 
   // val<s>: the type of slot s's value (leaves: the argument or constant type).
   template <std::size_t s, class X = expr_of<s>>
@@ -115,7 +126,7 @@ struct sweep_types {
   };
   template <std::size_t s, class T>
   struct val<s, cst<T>> {
-    using type = T;
+    using type = typename constant_value<T>::type;
   };
   template <std::size_t s, class Op, class... A>
   struct val<s, node<Op, A...>> {
@@ -207,19 +218,24 @@ class sweep {
  public:
   MG_HD MG_INLINE constexpr sweep(const E& e, const Args& args) : e_(e), args_(args) {}
 
-  // The value of slot s: a reference to the argument or constant for leaves.
+  // The value of slot s: a reference to the argument or constant for leaves (a number for
+  // cst<known<V>>).
   template <std::size_t s>
-  MG_HD MG_INLINE constexpr const auto& value() const {
+  MG_HD MG_INLINE constexpr decltype(auto) value() const {
     using X = typename T::template expr_of<s>;
     if constexpr (is_arg_v<X>) {
       return at<arg_index_v<X>>(args_);
     } else if constexpr (is_cst_v<X>) {
-      return occurrence<plan_v<E>.rep[s]>(e_).value;
+      if constexpr (plan_v<E>.stateless[s]) {
+        return static_cast<typename T::template val_t<s>>(decltype(X::value)::value);
+      } else {
+        return (object<s>(e_).value);
+      }
     } else {
       return at<s>(vals_);
     }
   }
-  MG_HD MG_INLINE constexpr const auto& result() const { return value<N - 1>(); }
+  MG_HD MG_INLINE constexpr decltype(auto) result() const { return value<N - 1>(); }
 
   MG_HD MG_INLINE constexpr void forward() {
     [this]<std::size_t... s>(std::index_sequence<s...>) { (compute<s>(), ...); }
@@ -262,13 +278,25 @@ class sweep {
   }
 
  private:
+  // The op of node slot s: its object's for a stateful node, else a value (an empty op).
+  template <std::size_t s>
+  MG_HD MG_INLINE constexpr decltype(auto) op_of() const {
+    using X = typename T::template expr_of<s>;
+    using Op = std::remove_cvref_t<decltype(std::declval<const X&>().op)>;
+    if constexpr (plan_v<E>.stateless[s]) {
+      return Op{};
+    } else {
+      return (object<s>(e_).op);
+    }
+  }
+
   template <std::size_t s>
   MG_HD MG_INLINE constexpr void compute() {
     if constexpr (plan_v<E>.nchild[s] > 0) {
-      const auto& n = occurrence<plan_v<E>.rep[s]>(e_);
+      const auto& op = op_of<s>();
       at<s>(vals_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
-        using Op = std::remove_cvref_t<decltype(n.op)>;
-        return Policy::template keep<Op>(call(n.op, value<plan_v<E>.child[s][j]>()...));
+        using Op = std::remove_cvref_t<decltype(op)>;
+        return Policy::template keep<Op>(call(op, value<plan_v<E>.child[s][j]>()...));
       }
       (std::make_index_sequence<plan_v<E>.nchild[s]>{});
     }
@@ -277,10 +305,10 @@ class sweep {
   template <std::size_t p>
   MG_HD MG_INLINE constexpr void step(const Seed& seed) {
     if constexpr (T::template runs<p>) {
-      const auto& n = occurrence<plan_v<E>.rep[p]>(e_);
+      const auto& op = op_of<p>();
       at<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
         return Policy::keep_bwd(
-            n.op.backward(value<plan_v<E>.child[p][j]>()..., value<p>(), adjoint<p>(seed)));
+            op.backward(value<plan_v<E>.child[p][j]>()..., value<p>(), adjoint<p>(seed)));
       }
       (std::make_index_sequence<plan_v<E>.nchild[p]>{});
     }

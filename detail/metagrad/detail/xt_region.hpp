@@ -12,8 +12,11 @@
 //     input in the common shape; the general evaluator then sums each back to its input's shape.
 // No intermediate of the region is ever materialised. A boundary subtree without run-time state
 // that occurs several times (x in sin(x) * x) is one input, read once per element; that mirrors
-// Note [Slot identity]. Because elementwise op bodies now only ever run on numbers and packs,
-// Note [Lazy locals] concerns only custom ops that declare themselves not elementwise.
+// Note [Slot identity]. Like the planner (Note [Planning on the DAG]), the rewrite handles a
+// stateless subtree by its type once, however often it occurs, and the region's shape is worked
+// out slot by slot over the inner expression's plan. Because elementwise op bodies now only ever
+// run on numbers and packs, Note [Lazy locals] concerns only custom ops that declare themselves not
+// elementwise.
 #pragma once
 
 #include <algorithm>
@@ -142,23 +145,30 @@ MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, cons
 
 using dims = std::vector<std::size_t>;
 
-template <class T, std::size_t K>
-dims region_dims(const cst<T>&, const std::array<dims, K>&) {
-  return {};
-}
-template <std::size_t I, std::size_t K>
-dims region_dims(const arg<I>&, const std::array<dims, K>& in) {
-  return in[I];
-}
-template <class Op, class... A, std::size_t K>
-dims region_dims(const node<Op, A...>& n, const std::array<dims, K>& in) {
-  return [&]<std::size_t... j>(std::index_sequence<j...>) {
-    const dims c[] = {region_dims(at<j>(n.args), in)...};
-    dims r = c[0];
-    for (std::size_t k = 1; k < sizeof...(A); ++k) r = broadcast_extents(r, c[k], op_name<Op>());
-    return r;
+// The region's shape from its inputs', slot by slot over the inner expression's plan (each distinct
+// subexpression once), broadcasting as numpy does; an error names the op.
+template <class Inner, std::size_t s, std::size_t N, std::size_t K>
+dims slot_dims(const std::array<dims, N>& r, const std::array<dims, K>& in) {
+  using X = slot_expr_t<Inner, s>;
+  if constexpr (is_arg_v<X>) {
+    return in[arg_index_v<X>];
+  } else if constexpr (is_cst_v<X>) {
+    return {};
+  } else {
+    using Op = std::remove_cvref_t<decltype(std::declval<const X&>().op)>;
+    dims d = r[plan_v<Inner>.child[s][0]];
+    for (std::size_t k = 1; k < plan_v<Inner>.nchild[s]; ++k)
+      d = broadcast_extents(d, r[plan_v<Inner>.child[s][k]], op_name<Op>());
+    return d;
   }
-  (std::index_sequence_for<A...>{});
+}
+template <class Inner, std::size_t K>
+dims region_dims(const Inner&, const std::array<dims, K>& in) {
+  constexpr std::size_t N = plan_v<Inner>.nslots;
+  std::array<dims, N> r;
+  [&]<std::size_t... s>(std::index_sequence<s...>) { ((r[s] = slot_dims<Inner, s>(r, in)), ...); }
+  (std::make_index_sequence<N>{});
+  return std::move(r[N - 1]);
 }
 
 template <class X>
@@ -278,6 +288,7 @@ struct region_op {
   static constexpr const char* name = "elementwise";
   // it materialises arrays: the evaluators apply it as a whole, never per element
   static constexpr bool elementwise = false;
+  static constexpr bool is_stateless = stateless_v<Inner>;  // then region_op{} is the region
   Inner inner;
 
   template <class... X>
@@ -416,18 +427,32 @@ inline constexpr bool elementwise_node_v = false;
 template <class Op, class... A>
 inline constexpr bool elementwise_node_v<node<Op, A...>> = is_elementwise<Op>();
 
-// The boundary occurrences below a region node, left to right.
+// The boundary of a region node (Note [Planning on the DAG] in plan.hpp): its stateless boundary
+// subtrees once each, by type (stateless_boundary), and its stateful ones at each occurrence, left
+// to right (stateful_boundary). Only stateful subtrees have stateful boundaries.
 template <class E>
-struct boundary {
-  using type = type_list<E>;  // a leaf, or a node that is not elementwise
+struct stateless_boundary {  // a leaf, or a node that is not elementwise
+  using type = std::conditional_t<stateless_v<E>, type_list<E>, type_list<>>;
 };
 template <class T>
-struct boundary<cst<T>> {
+struct stateless_boundary<cst<T>> {
   using type = type_list<>;
 };
 template <class Op, class... A>
-requires(is_elementwise<Op>()) struct boundary<node<Op, A...>> {
-  using type = typename concat<typename boundary<A>::type...>::type;
+requires(is_elementwise<Op>()) struct stateless_boundary<node<Op, A...>> {
+  using type = typename merge_all<type_list<>, typename stateless_boundary<A>::type...>::type;
+};
+template <class E>
+struct stateful_boundary {
+  using type = std::conditional_t<stateless_v<E>, type_list<>, type_list<E>>;
+};
+template <class T>
+struct stateful_boundary<cst<T>> {
+  using type = type_list<>;
+};
+template <class Op, class... A>
+requires(is_elementwise<Op>()) struct stateful_boundary<node<Op, A...>> {
+  using type = typename concat<type_list<>, typename stateful_boundary<A>::type...>::type;
 };
 
 template <class L>
@@ -437,88 +462,70 @@ struct list_size<type_list<O...>> {
   static constexpr std::size_t value = sizeof...(O);
 };
 template <class E>
-inline constexpr std::size_t boundary_count = list_size<typename boundary<E>::type>::value;
+inline constexpr std::size_t stateful_count = list_size<typename stateful_boundary<E>::type>::value;
 
-// Which region input each boundary occurrence reads: stateless equal types share one.
-template <class L>
-struct input_map;
-template <class... O>
-struct input_map<type_list<O...>> {
-  static constexpr std::size_t n = sizeof...(O);
-  struct result {
-    std::array<std::size_t, n> input{};       // occurrence -> input
-    std::array<std::size_t, n> occurrence{};  // input -> its first occurrence
-    std::size_t inputs = 0;
-  };
-  template <class A>
-  static constexpr std::array<bool, n> same_as = {std::is_same_v<A, O>...};
-  static constexpr result value = [] {
-    constexpr std::array<std::array<bool, n>, n> same = {same_as<O>...};
-    constexpr std::array<bool, n> stateless = {tree_info<O>::stateless...};
-    result r{};
-    for (std::size_t i = 0; i < n; ++i) {
-      bool shared = false;
-      for (std::size_t j = 0; j < i && stateless[i] && !shared; ++j)
-        if (same[i][j]) {
-          r.input[i] = r.input[j];
-          shared = true;
-        }
-      if (!shared) {
-        r.input[i] = r.inputs;
-        r.occurrence[r.inputs++] = i;
-      }
-    }
-    return r;
-  }();
-};
-
-// Where each child's boundary occurrences start, counted within its parent.
+// Where each child's stateful boundaries start, counted within its parent.
 template <class... A>
-inline constexpr std::array<std::size_t, sizeof...(A) + 1> boundary_starts = [] {
+inline constexpr std::array<std::size_t, sizeof...(A) + 1> stateful_starts = [] {
   std::array<std::size_t, sizeof...(A) + 1> s{};
-  const std::size_t counts[] = {boundary_count<A>...};
+  const std::size_t counts[] = {stateful_count<A>...};
   for (std::size_t k = 0; k < sizeof...(A); ++k) s[k + 1] = s[k] + counts[k];
   return s;
 }();
 
-// The child holding boundary occurrence I.
-template <std::size_t I, class... A>
-inline constexpr std::size_t child_holding_occurrence = [] {
+// The child holding stateful boundary M.
+template <std::size_t M, class... A>
+inline constexpr std::size_t child_holding_stateful = [] {
   std::size_t k = 0;
-  while (I >= boundary_starts<A...>[k + 1]) ++k;
+  while (M >= stateful_starts<A...>[k + 1]) ++k;
   return k;
 }();
 
-// The region's inner expression: boundary occurrence i (counted from Start) becomes
-// arg<Map::value.input[i]>.
-template <class Map, std::size_t Start, class E>
+// The inner expression of a stateless subtree E of a region whose stateless boundaries are SL:
+// boundary B becomes arg<its index in SL>. A type: nothing of E's object is needed.
+template <class E, class SL>
+struct rebuilt {
+  using type = arg<index_in<E>(SL{})>;  // a boundary
+};
+template <class T, class SL>
+struct rebuilt<cst<T>, SL> {
+  using type = cst<T>;
+};
+template <class Op, class... A, class SL>
+requires(is_elementwise<Op>()) struct rebuilt<node<Op, A...>, SL> {
+  using type = node<Op, typename rebuilt<A, SL>::type...>;
+};
+
+// The region's inner expression for the occurrence e whose stateful boundaries start at Start:
+// stateless boundaries become arg<index in SL>, stateful boundary m becomes arg<S + m>.
+template <class SL, std::size_t S, std::size_t Start, class E>
 constexpr auto rebuild(const E& e) {
-  if constexpr (is_cst_v<E>) {
+  if constexpr (stateless_v<E>) {
+    return typename rebuilt<E, SL>::type{};
+  } else if constexpr (is_cst_v<E>) {
     return e;
   } else if constexpr (!elementwise_node_v<E>) {
-    return arg<Map::value.input[Start]>{};
+    return arg<S + Start>{};
   } else {
     return [&]<class Op, class... A>(const node<Op, A...>& n) {
       return [&]<std::size_t... j>(std::index_sequence<j...>) {
-        using N =
-            node<Op, decltype(rebuild<Map, Start + boundary_starts<A...>[j]>(at<j>(n.args)))...>;
-        return N{n.op, {{rebuild<Map, Start + boundary_starts<A...>[j]>(at<j>(n.args))}...}};
+        return assemble(n.op, rebuild<SL, S, Start + stateful_starts<A...>[j]>(child<j>(n))...);
       }
       (std::index_sequence_for<A...>{});
     }(e);
   }
 }
 
-// Boundary occurrence I of the region rooted at e.
-template <std::size_t I, class E>
-constexpr const auto& boundary_at(const E& e) {
+// Stateful boundary M of the region rooted at e (a reference into e).
+template <std::size_t M, class E>
+constexpr const auto& stateful_at(const E& e) {
   if constexpr (!elementwise_node_v<E>) {
-    static_assert(I == 0);
+    static_assert(M == 0);
     return e;
   } else {
     return [&]<class Op, class... A>(const node<Op, A...>& n) -> const auto& {
-      constexpr std::size_t j = child_holding_occurrence<I, A...>;
-      return boundary_at<I - boundary_starts<A...>[j]>(at<j>(n.args));
+      constexpr std::size_t j = child_holding_stateful<M, A...>;
+      return stateful_at<M - stateful_starts<A...>[j]>(at<j>(n.args));  // a stateful child
     }
     (e);
   }
@@ -529,31 +536,46 @@ constexpr auto regionize(const E& e);
 
 template <class Op, class... A>
 constexpr auto make_region(const node<Op, A...>& e) {
-  using Map = input_map<typename boundary<node<Op, A...>>::type>;
-  const auto inner = rebuild<Map, 0>(e);
-  return [&]<std::size_t... u>(std::index_sequence<u...>) {
-    using R = region_op<std::remove_cvref_t<decltype(inner)>, sizeof...(u)>;
-    using N = node<R, decltype(regionize(boundary_at<Map::value.occurrence[u]>(e)))...>;
-    return N{R{inner}, {{regionize(boundary_at<Map::value.occurrence[u]>(e))}...}};
+  using E = node<Op, A...>;
+  using SL = typename stateless_boundary<E>::type;
+  constexpr std::size_t S = list_size<SL>::value, F = stateful_count<E>;
+  using R = region_op<decltype(rebuild<SL, S, 0>(e)), S + F>;
+  const R region{rebuild<SL, S, 0>(e)};
+  return [&]<std::size_t... u, std::size_t... m>(std::index_sequence<u...>,
+                                                 std::index_sequence<m...>) {
+    return assemble(region, regionize(typename type_at<u, SL>::type{})...,
+                    regionize(stateful_at<m>(e))...);
   }
-  (std::make_index_sequence<Map::value.inputs>{});
+  (std::make_index_sequence<S>{}, std::make_index_sequence<F>{});
 }
 
-/// The expression with every maximal elementwise subtree replaced by one region node.
 template <class E>
-constexpr auto regionize(const E& e) {
+constexpr auto regionize_node(const E& e) {
   if constexpr (elementwise_node_v<E>) {
     return make_region(e);
   } else if constexpr (requires { e.args; }) {
     return [&]<class Op, class... A>(const node<Op, A...>& n) {
       return [&]<std::size_t... j>(std::index_sequence<j...>) {
-        using N = node<Op, decltype(regionize(at<j>(n.args)))...>;
-        return N{n.op, {{regionize(at<j>(n.args))}...}};
+        return assemble(n.op, regionize(child<j>(n))...);
       }
       (std::index_sequence_for<A...>{});
     }(e);
   } else {
     return e;  // a leaf or a constant
+  }
+}
+
+/// The expression with every maximal elementwise subtree replaced by one region node. A stateless
+/// subtree is rewritten by its type alone, so a subexpression reused many times costs nothing more
+/// (Note [Planning on the DAG]).
+template <class E>
+constexpr auto regionize(const E& e) {
+  if constexpr (stateless_v<E>) {
+    using R = decltype(regionize_node(e));
+    static_assert(stateless_v<R>);
+    return R{};
+  } else {
+    return regionize_node(e);
   }
 }
 
