@@ -1,7 +1,6 @@
 // Static engine on float/double beyond the op table (tests/ops): DAG sharing, grad of grad,
 // custom ops, and the argument/return conventions of grad and value_and_grad.
 #include <cmath>
-#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -30,31 +29,6 @@ TEST(StaticScalar, SharedSubexpressionIsOneSlot) {
   static_assert(mg::detail::tree_info<E>::count == 8);  // occurrences in the tree
   static_assert(mg::detail::plan_v<E>.nslots == 5);     // x, y, t, sin(t), t + sin(t)
   check_static(f, 0.4, 1.1);
-}
-
-// Note [Planning on the DAG]: an unrolled recurrence whose tree doubles with every step is
-// planned over its distinct types: 16 steps are 2^16 occurrences of the first but 49 slots.
-template <int K>
-auto unrolled(const auto& t, const auto& x) {
-  if constexpr (K == 0) {
-    return t;
-  } else {
-    using mg::sin;
-    return unrolled<K - 1>(sin(t) * x + t, x);
-  }
-}
-TEST(StaticScalar, AnUnrolledRecurrenceIsPlannedOnItsDag) {
-  auto f = [](auto t, auto x) { return unrolled<16>(t, x); };
-  using E = mg::detail::traced_t<decltype(f), 2>;
-  static_assert(mg::detail::tree_info<E>::count > 65536);
-  static_assert(mg::detail::plan_v<E>.nslots == 2 + 3 * 16);
-  const auto [dt, dx] = mg::grad(f)(0.3, 0.1);  // first order (second order: below, 6 steps)
-  const auto at = std::tuple{0.3, 0.1};         // where both derivatives are of order 1 to 10
-  EXPECT_TRUE(mg_test::near_rel(dt, mg_test::central_difference<0>(f, at), 1e-6));
-  EXPECT_TRUE(mg_test::near_rel(dx, mg_test::central_difference<1>(f, at), 1e-6));
-  check_static([](auto t, auto x) { return unrolled<6>(t, x); }, 0.3, 0.7);
-  auto g = [](auto t, auto x) { return unrolled<4>(t, x) * 0.5; };  // a stateful root
-  check_static(g, 0.3, 0.7);
 }
 
 TEST(StaticScalar, AStatefulSubtreeIsOneSlotPerOccurrence) {

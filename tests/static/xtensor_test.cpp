@@ -264,20 +264,3 @@ TEST(StaticXtensorRegions, ViewsWithOffsetsAndTransposedOperands) {
     EXPECT_NEAR(std::get<1>(g3).flat(i), std::get<1>(g4).flat(i), 1e-13);
   check_xt(layer, rows_copy, wt_copy);
 }
-
-// Note [Planning on the DAG] on arrays: an unrolled recurrence whose tree doubles with every step
-// (2^12 occurrences of its first step), on the fused path and, under a sum along an axis, as a
-// region of the general path.
-template <int K>
-auto unrolled(const auto& t, const auto& x) {
-  if constexpr (K == 0) {
-    return t;
-  } else {
-    return unrolled<K - 1>(sin(t) * x + t, x);
-  }
-}
-TEST(StaticXtensor, AnUnrolledRecurrenceIsPlannedOnItsDag) {
-  const xt::xarray<double> t = {0.3, 0.5, 0.2, -0.4}, x = {0.1, 0.05, -0.1, 0.2};
-  check_xt([](auto a, auto b) { return sum(unrolled<12>(a, b)); }, t, x);
-  check_xt([](auto a, auto b) { return sum(sum(unrolled<12>(a, b), 0) * 0.5); }, t, x);
-}
