@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Installs what is missing, then builds and runs every test: the Release build (with the Thrust
-# tests on the CPP device system, and the CUDA variants compiled when nvcc exists), the
-# ASan+UBSan build, the ThreadSanitizer build of the multi-threaded backward tests, and the
-# Thrust tests on the OMP device system.
+# tests on the OMP device system, and the CUDA variants compiled when nvcc exists), the
+# ASan+UBSan build, and the ThreadSanitizer build of the multi-threaded backward tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 . scripts/env.sh
-for preset in default asan-ubsan tsan thrust-omp; do
+# Without a GPU the CUDA test binary could not run: its device code is compiled to PTX only.
+cuda_check=OFF
+if ! nvidia-smi -L >/dev/null 2>&1; then cuda_check=ON; fi
+for preset in default asan-ubsan tsan; do
   echo "=== metagrad: $preset"
-  cmake --preset "$preset" >/dev/null
+  cmake --preset "$preset" -DMETAGRAD_CUDA_COMPILE_CHECK_ONLY=$cuda_check >/dev/null
   cmake --build --preset "$preset"
   if [ "$preset" = default ]; then
     cmake --build --preset default --target metagrad_verify_interface_header_sets
