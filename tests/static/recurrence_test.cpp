@@ -30,7 +30,7 @@ auto unrolled(const auto& t, const auto& x) {
 TEST(StaticRecurrence, NumbersArePlannedOnTheDag) {
   auto f = [](auto t, auto x) { return unrolled<16>(t, x); };
   using E = mg::detail::traced_t<decltype(f), 2>;
-  static_assert(mg::detail::tree_info<E>::count > 65536);  // 2^16 occurrences of t_0 ...
+  static_assert(mg::detail::tree_info<E>::count > 65536);     // 2^16 occurrences of t_0 ...
   static_assert(mg::detail::plan_v<E>.nslots == 2 + 3 * 16);  // ... and 50 slots
   const auto [dt, dx] = mg::grad(f)(0.3, 0.1);  // first order (second order: below, 6 steps)
   const auto at = std::tuple{0.3, 0.1};         // where both derivatives are of order 1 to 10
