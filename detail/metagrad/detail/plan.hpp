@@ -169,6 +169,9 @@ struct plan_data {
   std::array<std::size_t, N * K + 1> use_p{}, use_k{};
 };
 
+template <class table, std::size_t K>
+constexpr auto make_plan_rows();
+
 template <class E>
 constexpr auto make_plan() {
   using L = distinct_t<E>;
@@ -178,6 +181,15 @@ constexpr auto make_plan() {
                 "metagrad: this expression repeats a subexpression that holds constants too many "
                 "times to plan (each repetition is planned apart); pass those constants as "
                 "arguments of the function, or differentiate it with the runtime engine");
+  if constexpr (table::slots > max_slots) {
+    return plan_data<1, 1>{};  // after the assertion: no plan of a million slots to evaluate
+  } else {
+    return make_plan_rows<table, K>();
+  }
+}
+
+template <class table, std::size_t K>
+constexpr auto make_plan_rows() {
   constexpr std::size_t N = table::slots;
   constexpr std::size_t D = table::n;
   constexpr auto& rows = table::rows;
