@@ -168,7 +168,7 @@ struct delayed_error_node : graph_node {
   const char* name() const override { return "once_differentiable"; }
   std::span<edge> next_edges() override { return next; }
   std::span<tensor_meta> outputs() override { return meta; }
-  void apply(std::span<impl_ptr>, std::span<impl_ptr>) override {
+  void backward(std::span<impl_ptr>, std::span<impl_ptr>) {
     fail(function,
          ": its backward is once_differentiable, so it cannot be differentiated again (double "
          "backward reached it); remove `once_differentiable` and write backward with mg ops to "
@@ -190,7 +190,7 @@ template <class F>
 struct function_node : function_node_base {
   context_for<F> ctx;
   const char* name() const override { return op_name<F>(); }
-  void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override;
+  void backward(std::span<impl_ptr> grads, std::span<impl_ptr> out);
 };
 
 // Runs an mg::Function: forward, its node, its outputs, backward (the parts of apply that need
@@ -407,7 +407,7 @@ struct function_access {
 };
 
 template <class F>
-void function_node<F>::apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) {
+void function_node<F>::backward(std::span<impl_ptr> grads, std::span<impl_ptr> out) {
   function_access::backward(*this, grads, out);
 }
 }  // namespace detail

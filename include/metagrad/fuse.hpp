@@ -184,7 +184,7 @@ struct fused_node : graph_node {
     cached = {};
   }
 
-  void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override {
+  void backward(std::span<impl_ptr> grads, std::span<impl_ptr> out) {
     if (!grads[0]) return;
     std::array<tensor, N> x;
     for (std::size_t i = 0; i < N; ++i) x[i] = tensor(saved_values[i].unpack(this, name()));

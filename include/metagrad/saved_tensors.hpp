@@ -77,16 +77,18 @@ class saved_tensors_hooks_guard {
 /// Saves tensors on device cuda as host copies while it lives; backward moves them back.
 class save_on_cpu_guard {
  public:
+  template <int I = 0>  // a template in name only (Note [Lazy members])
   save_on_cpu_guard()
       : guard_(
             [](const tensor& t) {
               no_grad_guard ng;
-              return std::pair{t.device(),
-                               t.device() == device::cpu ? t : t.detach().to(device::cpu)};
+              return std::pair{t.device(), t.device() == device::cpu
+                                               ? t
+                                               : detail::lazy<I>(t).detach().to(device::cpu)};
             },
             [](const std::pair<device, tensor>& p) {
               no_grad_guard ng;
-              return p.second.to(p.first);
+              return detail::lazy<I>(p.second).to(p.first);
             }) {}
 
  private:

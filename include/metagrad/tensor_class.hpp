@@ -54,6 +54,22 @@
 
 namespace mg {
 
+namespace detail {
+// Note [Lazy members]: the members of mg::tensor that apply an op (sum, reshape, add_, ...) are
+// templates in name only (`template <int = 0>`), and their bodies reach the op through
+// lazy<I>(*this), an expression that depends on I. So an op's function, its node and the
+// backward kernels behind it are instantiated where a program calls the member, not in every
+// file that includes the header (a non-template inline member instantiated about 30 op nodes
+// with their kernels in every such file; docs/performance.md, "Cheap headers"). The free
+// functions cat, stack, cross_entropy and index_select with a tensor index are templates in name
+// only too.
+template <int, class T>
+constexpr T& lazy(T& t) noexcept {
+  return t;
+}
+
+}  // namespace detail
+
 class tensor;
 using tensor_list = std::vector<tensor>;
 
@@ -171,58 +187,103 @@ class tensor {
     return to_xtensor<T>();
   }
 
-  // The members that record an operation take, last, the call site (Note [Call sites]).
+  // The members that record an operation take, last, the call site (Note [Call sites]). They
+  // are templates in name only (Note [Lazy members] in detail/tensor_members.hpp).
+  template <int = 0>
   tensor to(mg::dtype d, call_site site = {}) const;
+  template <int = 0>
   tensor to(mg::device d, call_site site = {}) const;
+  template <int = 0>
   tensor contiguous(call_site site = {}) const;
+  template <int = 0>
   tensor clone(call_site site = {}) const;
+  template <int = 0>
   tensor sum(call_site site = {}) const;
+  template <int = 0>
   tensor sum(std::int64_t axis, call_site site = {}) const;
+  template <int = 0>
   tensor mean(call_site site = {}) const;
+  template <int = 0>
   tensor t(call_site site = {}) const;
 
   // Shape and indexing (views where torch's are; see <metagrad/ops/shape.hpp>, indexing.hpp).
+  template <int = 0>
   tensor reshape(const shape_t& shape, call_site site = {}) const;
+  template <int = 0>
   tensor view(const shape_t& shape, call_site site = {}) const;
+  template <int = 0>
   tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1, call_site site = {}) const;
+  template <int = 0>
   tensor squeeze(call_site site = {}) const;
+  template <int = 0>
   tensor squeeze(std::int64_t dim, call_site site = {}) const;
+  template <int = 0>
   tensor unsqueeze(std::int64_t dim, call_site site = {}) const;
+  template <int = 0>
   tensor permute(const std::vector<std::int64_t>& dims, call_site site = {}) const;
+  template <int = 0>
   tensor transpose(std::int64_t d0, std::int64_t d1, call_site site = {}) const;
+  template <int = 0>
   tensor expand(const shape_t& shape, call_site site = {}) const;
+  template <int = 0>
   tensor select(std::int64_t dim, std::int64_t index, call_site site = {}) const;
+  template <int = 0>
   tensor slice(std::int64_t dim, std::optional<std::int64_t> start = {},
                std::optional<std::int64_t> end = {}, std::int64_t step = 1,
                call_site site = {}) const;
+  template <int = 0>
   tensor index_select(std::int64_t dim, const tensor& index, call_site site = {}) const;
   /// select(0, i): `t[1]` is the second row, a view.
+  template <int = 0>
   tensor operator[](detail::tracked_index i) const;
 
   // In place (torch's semantics): recorded in the graph when grad mode is on; the version
   // counter is bumped; a leaf that requires grad cannot be modified in place in grad mode.
+  template <int = 0>
   tensor& add_(const tensor& other, call_site site = {});
+  template <int = 0>
   tensor& add_(double other, call_site site = {});
+  template <int = 0>
   tensor& sub_(const tensor& other, call_site site = {});
+  template <int = 0>
   tensor& sub_(double other, call_site site = {});
+  template <int = 0>
   tensor& mul_(const tensor& other, call_site site = {});
+  template <int = 0>
   tensor& mul_(double other, call_site site = {});
+  template <int = 0>
   tensor& div_(const tensor& other, call_site site = {});
+  template <int = 0>
   tensor& div_(double other, call_site site = {});
+  template <int = 0>
   tensor& pow_(double exponent, call_site site = {});
+  template <int = 0>
   tensor& copy_(const tensor& src, call_site site = {});
+  template <int = 0>
   tensor& zero_(call_site site = {});
+  template <int = 0>
   tensor& fill_(double value, call_site site = {});
+  template <int = 0>
   tensor& clamp_(double lo, double hi, call_site site = {});
+  template <int = 0>
   tensor& neg_(call_site site = {});
+  template <int = 0>
   tensor& exp_(call_site site = {});
+  template <int = 0>
   tensor& log_(call_site site = {});
+  template <int = 0>
   tensor& sqrt_(call_site site = {});
+  template <int = 0>
   tensor& abs_(call_site site = {});
+  template <int = 0>
   tensor& sin_(call_site site = {});
+  template <int = 0>
   tensor& cos_(call_site site = {});
+  template <int = 0>
   tensor& tanh_(call_site site = {});
+  template <int = 0>
   tensor& sigmoid_(call_site site = {});
+  template <int = 0>
   tensor& relu_(call_site site = {});
 
   void backward(const tensor& grad = {}, const backward_options& options = {}) const;
@@ -273,12 +334,16 @@ tensor randn_like(const tensor& t);
 tensor clone(const tensor& t, call_site site = {});
 
 /// The tensors joined along `dim` (`mg::cat({a, b}, 1)`); all shapes agree except along dim.
+template <int = 0>  // Note [Lazy members]
 tensor cat(const tensor_list& tensors, std::int64_t dim = 0, call_site site = {});
 /// The tensors (of equal shapes) stacked along a new dimension `dim`.
+template <int = 0>  // Note [Lazy members]
 tensor stack(const tensor_list& tensors, std::int64_t dim = 0, call_site site = {});
 /// index_select with an i64 index tensor (1-D).
+template <int = 0>  // Note [Lazy members]
 tensor index_select(const tensor& x, std::int64_t dim, const tensor& index, call_site site = {});
 /// cross_entropy with i64 class targets [N] for logits [N, C] (mean over the batch).
+template <int = 0>  // Note [Lazy members]
 tensor cross_entropy(const tensor& logits, const tensor& targets, call_site site = {});
 
 /// Prints the values (the first and last few of a large tensor), then shape, dtype, device,

@@ -126,8 +126,10 @@ void propagate_tangent(const Op& op, const tensor& out, const T&... in) {
   set_tangent(out.impl(), std::move(r), op_name<Op>(), 0);
 }
 
-// cat: the tangents joined (zeros for inputs without one).
-inline void cat_tangent(const tensor_list& xs, std::int64_t dim, const tensor& out) {
+// cat: the tangents joined (zeros for inputs without one). A template in name only, as
+// mg::cat is (Note [Lazy members]).
+template <int I = 0>
+void cat_tangent(const tensor_list& xs, std::int64_t dim, const tensor& out) {
   bool any = false;
   for (const auto& x : xs) any = any || x.impl()->tangent != nullptr;
   if (!any || !is_floating(out.dtype())) return;
@@ -135,10 +137,10 @@ inline void cat_tangent(const tensor_list& xs, std::int64_t dim, const tensor& o
   tensor_list ts;
   for (const auto& x : xs) {
     const tensor t = tangent_of(*x.impl());
-    ts.push_back(t.defined() ? t.to(out.dtype())
+    ts.push_back(t.defined() ? lazy<I>(t).to(out.dtype())
                              : zeros(x.shape(), {.dtype = out.dtype(), .device = x.device()}));
   }
-  set_tangent(out.impl(), mg::cat(ts, dim), "cat", 0);
+  set_tangent(out.impl(), mg::cat<I>(ts, dim), "cat", 0);
 }
 
 }  // namespace mg::detail

@@ -173,7 +173,9 @@ struct graph_node {
   virtual std::span<tensor_meta> outputs() = 0;
   virtual std::span<saved_variable> saved() { return {}; }
   // grads: one per output (null: none arrived); out: one per edge, null on entry. Nodes
-  // that want_undefined() are called even when no gradient arrived (custom Functions).
+  // that want_undefined() are called even when no gradient arrived (custom Functions). A node
+  // type defines it as a non-virtual `backward(grads, out)`, which make_node's final_node calls
+  // (Note [Backward through a pointer], saved.hpp).
   virtual void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) = 0;
   virtual bool wants_undefined() const { return false; }
   // The tensor hooks to run on the gradients this node receives (a grad accumulator: its leaf's).

@@ -319,7 +319,7 @@ struct op_node : graph_node {
       if (need & (1u << N)) saved_values[n_saved - 1].save(out.impl(), true, true, name());
   }
 
-  void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override {
+  void backward(std::span<impl_ptr> grads, std::span<impl_ptr> out) {
     if (!grads[0]) return;
     const tensor g(std::move(grads[0]));
     const tensor_impl& gi = *g.impl();
@@ -467,7 +467,7 @@ struct accumulate_grad : graph_node {
   bool is_accumulator() const override { return true; }
   std::span<edge> next_edges() override { return {}; }
   std::span<tensor_meta> outputs() override { return {&meta, 1}; }
-  void apply(std::span<impl_ptr> grads, std::span<impl_ptr>) override {
+  void backward(std::span<impl_ptr> grads, std::span<impl_ptr>) {
     std::lock_guard lock(striped_mutex<0>(leaf.get()));
     accumulate_into(*leaf, grads[0]);
   }

@@ -136,7 +136,7 @@ struct copy_slices_node : graph_node {
   const char* name() const override { return "copy_slices"; }
   std::span<edge> next_edges() override { return next; }
   std::span<tensor_meta> outputs() override { return {&meta, 1}; }
-  void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override {
+  void backward(std::span<impl_ptr> grads, std::span<impl_ptr> out) {
     if (!grads[0]) return;
     const tensor g(std::move(grads[0]));
     const tensor region = call(as_strided_op{geo}, g);
@@ -363,27 +363,31 @@ xt::xarray<T> tensor::to_xtensor() const {
 
 // ---- conversions and shorthands ---------------------------------------------------------------
 
-inline tensor tensor::to(mg::dtype d, call_site site) const {
+template <int I>
+tensor tensor::to(mg::dtype d, call_site site) const {
   const auto& xi = detail::operand(*this, "to");
   if (xi.dtype() == d) return *this;
-  return detail::call_at(site, to_dtype_op{d, xi.dtype()}, *this);
+  return detail::call_at(site, to_dtype_op{d, xi.dtype()}, detail::lazy<I>(*this));
 }
 
-inline tensor tensor::to(mg::device dev, call_site site) const {
+template <int I>
+tensor tensor::to(mg::device dev, call_site site) const {
   const auto& xi = detail::operand(*this, "to");
   if (xi.device() == dev) return *this;
-  return detail::call_at(site, to_device_op{dev, xi.device()}, *this);
+  return detail::call_at(site, to_device_op{dev, xi.device()}, detail::lazy<I>(*this));
 }
 
-inline tensor tensor::contiguous(call_site site) const {
+template <int I>
+tensor tensor::contiguous(call_site site) const {
   const auto& xi = detail::operand(*this, "contiguous");
   if (xi.is_contiguous()) return *this;
-  return detail::call_at(site, contiguous_op{}, *this);
+  return detail::call_at(site, contiguous_op{}, detail::lazy<I>(*this));
 }
 
-inline tensor tensor::clone(call_site site) const {
+template <int I>
+tensor tensor::clone(call_site site) const {
   detail::operand(*this, "clone");
-  return detail::call_at(site, clone_op{}, *this);
+  return detail::call_at(site, clone_op{}, detail::lazy<I>(*this));
 }
 inline tensor clone(const tensor& t, call_site site) { return t.clone(site); }
 
@@ -420,51 +424,75 @@ inline std::ostream& operator<<(std::ostream& os, const tensor& t) {
   return os << ")";
 }
 
-inline tensor tensor::sum(call_site site) const { return mg::sum(*this, site); }
-inline tensor tensor::sum(std::int64_t axis, call_site site) const {
-  return mg::sum(*this, axis, false, site);
+template <int I>
+tensor tensor::sum(call_site site) const {
+  return mg::sum(detail::lazy<I>(*this), site);
 }
-inline tensor tensor::t(call_site site) const { return mg::transpose(*this, site); }
+template <int I>
+tensor tensor::sum(std::int64_t axis, call_site site) const {
+  return mg::sum(detail::lazy<I>(*this), axis, false, site);
+}
+template <int I>
+tensor tensor::t(call_site site) const {
+  return mg::transpose(detail::lazy<I>(*this), site);
+}
 
-inline tensor tensor::mean(call_site site) const { return mg::mean(*this, site); }
-inline tensor tensor::reshape(const shape_t& shape, call_site site) const {
-  return mg::reshape(*this, shape, site);
+template <int I>
+tensor tensor::mean(call_site site) const {
+  return mg::mean(detail::lazy<I>(*this), site);
 }
-inline tensor tensor::view(const shape_t& shape, call_site site) const {
-  return mg::view(*this, shape, site);
+template <int I>
+tensor tensor::reshape(const shape_t& shape, call_site site) const {
+  return mg::reshape(detail::lazy<I>(*this), shape, site);
 }
-inline tensor tensor::flatten(std::int64_t s, std::int64_t e, call_site site) const {
-  return mg::flatten(*this, s, e, site);
+template <int I>
+tensor tensor::view(const shape_t& shape, call_site site) const {
+  return mg::view(detail::lazy<I>(*this), shape, site);
 }
-inline tensor tensor::squeeze(call_site site) const { return mg::squeeze(*this, site); }
-inline tensor tensor::squeeze(std::int64_t dim, call_site site) const {
-  return mg::squeeze(*this, dim, site);
+template <int I>
+tensor tensor::flatten(std::int64_t s, std::int64_t e, call_site site) const {
+  return mg::flatten(detail::lazy<I>(*this), s, e, site);
 }
-inline tensor tensor::unsqueeze(std::int64_t dim, call_site site) const {
-  return mg::unsqueeze(*this, dim, site);
+template <int I>
+tensor tensor::squeeze(call_site site) const {
+  return mg::squeeze(detail::lazy<I>(*this), site);
 }
-inline tensor tensor::permute(const std::vector<std::int64_t>& dims, call_site site) const {
-  return mg::permute(*this, dims, site);
+template <int I>
+tensor tensor::squeeze(std::int64_t dim, call_site site) const {
+  return mg::squeeze(detail::lazy<I>(*this), dim, site);
 }
-inline tensor tensor::transpose(std::int64_t d0, std::int64_t d1, call_site site) const {
-  return mg::transpose(*this, d0, d1, site);
+template <int I>
+tensor tensor::unsqueeze(std::int64_t dim, call_site site) const {
+  return mg::unsqueeze(detail::lazy<I>(*this), dim, site);
 }
-inline tensor tensor::expand(const shape_t& shape, call_site site) const {
-  return mg::expand(*this, shape, site);
+template <int I>
+tensor tensor::permute(const std::vector<std::int64_t>& dims, call_site site) const {
+  return mg::permute(detail::lazy<I>(*this), dims, site);
 }
-inline tensor tensor::select(std::int64_t dim, std::int64_t index, call_site site) const {
-  return mg::select(*this, dim, index, site);
+template <int I>
+tensor tensor::transpose(std::int64_t d0, std::int64_t d1, call_site site) const {
+  return mg::transpose(detail::lazy<I>(*this), d0, d1, site);
 }
-inline tensor tensor::slice(std::int64_t dim, std::optional<std::int64_t> start,
-                            std::optional<std::int64_t> end, std::int64_t step,
-                            call_site site) const {
-  return mg::slice(*this, dim, start, end, step, site);
+template <int I>
+tensor tensor::expand(const shape_t& shape, call_site site) const {
+  return mg::expand(detail::lazy<I>(*this), shape, site);
 }
-inline tensor tensor::index_select(std::int64_t dim, const tensor& index, call_site site) const {
-  return mg::index_select(*this, dim, index, site);
+template <int I>
+tensor tensor::select(std::int64_t dim, std::int64_t index, call_site site) const {
+  return mg::select(detail::lazy<I>(*this), dim, index, site);
 }
-inline tensor tensor::operator[](detail::tracked_index i) const {
-  return mg::select(*this, 0, i.value, i.site);
+template <int I>
+tensor tensor::slice(std::int64_t dim, std::optional<std::int64_t> start,
+                     std::optional<std::int64_t> end, std::int64_t step, call_site site) const {
+  return mg::slice(detail::lazy<I>(*this), dim, start, end, step, site);
+}
+template <int I>
+tensor tensor::index_select(std::int64_t dim, const tensor& index, call_site site) const {
+  return mg::index_select(detail::lazy<I>(*this), dim, index, site);
+}
+template <int I>
+tensor tensor::operator[](detail::tracked_index i) const {
+  return mg::select(detail::lazy<I>(*this), 0, i.value, i.site);
 }
 
 namespace detail {
@@ -478,7 +506,9 @@ inline std::vector<std::int64_t> index_values(const tensor& index, const char* o
   return std::vector<std::int64_t>(h->data<std::int64_t>(), h->data<std::int64_t>() + h->numel());
 }
 
-// A node of cat over a runtime list of tensors: input k's gradient is its slice of g.
+// A node of cat over a runtime list of tensors: input k's gradient is its slice of g. (A template
+// in name only: Note [Lazy members].)
+template <int>
 struct cat_list_node : graph_node {
   std::int64_t dim = 0;
   std::vector<edge> next;
@@ -487,7 +517,7 @@ struct cat_list_node : graph_node {
   const char* name() const override { return "cat"; }
   std::span<edge> next_edges() override { return next; }
   std::span<tensor_meta> outputs() override { return {&meta, 1}; }
-  void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) override {
+  void backward(std::span<impl_ptr> grads, std::span<impl_ptr> out) {
     if (!grads[0]) return;
     const tensor g(std::move(grads[0]));
     for (std::size_t k = 0; k < next.size(); ++k)
@@ -496,11 +526,14 @@ struct cat_list_node : graph_node {
 };
 }  // namespace detail
 
-inline tensor index_select(const tensor& x, std::int64_t dim, const tensor& index, call_site site) {
-  return mg::index_select(x, dim, detail::index_values(index, "index_select"), site);
+template <int I>
+tensor index_select(const tensor& x, std::int64_t dim, const tensor& index, call_site site) {
+  return mg::index_select(detail::lazy<I>(x), dim, detail::index_values(index, "index_select"),
+                          site);
 }
 
-inline tensor cat(const tensor_list& xs, std::int64_t dim, call_site site) {
+template <int I>
+tensor cat(const tensor_list& xs, std::int64_t dim, call_site site) {
   const detail::site_scope here(site);
   const detail::prof::op_range profiled("cat", xs);  // <metagrad/profiler.hpp>
   std::vector<shape_t> shapes;
@@ -508,11 +541,11 @@ inline tensor cat(const tensor_list& xs, std::int64_t dim, call_site site) {
   std::size_t d = 0;
   const shape_t shape = detail::cat_shape(shapes, dim, "cat", d);
   tensor out = detail::algebra<tensor>::cat_list(d, shape, xs);
-  if (detail::forward_ad_active()) detail::cat_tangent(xs, dim, out);
+  if (detail::forward_ad_active()) detail::cat_tangent<I>(xs, dim, out);
   bool any = false;
   for (const auto& x : xs) any = any || x.requires_grad();
   if (!detail::grad_mode() || !any) return out;
-  auto n = detail::make_node<detail::cat_list_node>();
+  auto n = detail::make_node<detail::cat_list_node<I>>();
   n->dim = static_cast<std::int64_t>(d);
   n->next.resize(xs.size());
   n->offsets.push_back(0);
@@ -521,18 +554,21 @@ inline tensor cat(const tensor_list& xs, std::int64_t dim, call_site site) {
   return out;
 }
 
-inline tensor stack(const tensor_list& xs, std::int64_t dim, call_site site) {
+template <int I>
+tensor stack(const tensor_list& xs, std::int64_t dim, call_site site) {
   const detail::site_scope here(site);
   std::vector<shape_t> shapes;
   for (const auto& x : xs) shapes.push_back(detail::operand(x, "stack").shape);
   detail::check_stack(shapes);
   const std::size_t d = detail::wrap_dim(dim, shapes[0].size() + 1, "stack", shapes[0]);
   tensor_list u;
-  for (const auto& x : xs) u.push_back(mg::unsqueeze(x, static_cast<std::int64_t>(d)));
-  return mg::cat(u, static_cast<std::int64_t>(d));
+  for (const auto& x : xs)
+    u.push_back(mg::unsqueeze(detail::lazy<I>(x), static_cast<std::int64_t>(d)));
+  return mg::cat<I>(u, static_cast<std::int64_t>(d));
 }
 
-inline tensor cross_entropy(const tensor& logits, const tensor& targets, call_site site) {
+template <int I>
+tensor cross_entropy(const tensor& logits, const tensor& targets, call_site site) {
   detail::operand(logits, "cross_entropy");
   detail::operand(targets, "cross_entropy");
   if (targets.dtype() != dtype::i64)
@@ -543,76 +579,98 @@ inline tensor cross_entropy(const tensor& logits, const tensor& targets, call_si
     detail::fail("cross_entropy: targets of shape ", detail::shape_string(targets.shape()),
                  " for logits of shape ", detail::shape_string(logits.shape()),
                  "; expected targets [N] for logits [N, C] (or 0-d for logits [C])");
-  return mg::cross_entropy(logits, detail::index_values(targets, "cross_entropy"), site);
+  return mg::cross_entropy(detail::lazy<I>(logits), detail::index_values(targets, "cross_entropy"),
+                           site);
 }
 
 // ---- in place: Note [In-place ops] -------------------------------------------------------------
 
-inline tensor& tensor::add_(const tensor& o, call_site site) {
-  return detail::binary_in_place(*this, o, add_op{}, "add_", site);
+template <int I>
+tensor& tensor::add_(const tensor& o, call_site site) {
+  return detail::binary_in_place(detail::lazy<I>(*this), o, add_op{}, "add_", site);
 }
-inline tensor& tensor::add_(double o, call_site site) {
-  return detail::binary_in_place(*this, o, add_op{}, "add_", site);
+template <int I>
+tensor& tensor::add_(double o, call_site site) {
+  return detail::binary_in_place(detail::lazy<I>(*this), o, add_op{}, "add_", site);
 }
-inline tensor& tensor::sub_(const tensor& o, call_site site) {
-  return detail::binary_in_place(*this, o, sub_op{}, "sub_", site);
+template <int I>
+tensor& tensor::sub_(const tensor& o, call_site site) {
+  return detail::binary_in_place(detail::lazy<I>(*this), o, sub_op{}, "sub_", site);
 }
-inline tensor& tensor::sub_(double o, call_site site) {
-  return detail::binary_in_place(*this, o, sub_op{}, "sub_", site);
+template <int I>
+tensor& tensor::sub_(double o, call_site site) {
+  return detail::binary_in_place(detail::lazy<I>(*this), o, sub_op{}, "sub_", site);
 }
-inline tensor& tensor::mul_(const tensor& o, call_site site) {
-  return detail::binary_in_place(*this, o, mul_op{}, "mul_", site);
+template <int I>
+tensor& tensor::mul_(const tensor& o, call_site site) {
+  return detail::binary_in_place(detail::lazy<I>(*this), o, mul_op{}, "mul_", site);
 }
-inline tensor& tensor::mul_(double o, call_site site) {
-  return detail::binary_in_place(*this, o, mul_op{}, "mul_", site);
+template <int I>
+tensor& tensor::mul_(double o, call_site site) {
+  return detail::binary_in_place(detail::lazy<I>(*this), o, mul_op{}, "mul_", site);
 }
-inline tensor& tensor::div_(const tensor& o, call_site site) {
-  return detail::binary_in_place(*this, o, div_op{}, "div_", site);
+template <int I>
+tensor& tensor::div_(const tensor& o, call_site site) {
+  return detail::binary_in_place(detail::lazy<I>(*this), o, div_op{}, "div_", site);
 }
-inline tensor& tensor::div_(double o, call_site site) {
-  return detail::binary_in_place(*this, o, div_op{}, "div_", site);
+template <int I>
+tensor& tensor::div_(double o, call_site site) {
+  return detail::binary_in_place(detail::lazy<I>(*this), o, div_op{}, "div_", site);
 }
-inline tensor& tensor::pow_(double e, call_site site) {
+template <int I>
+tensor& tensor::pow_(double e, call_site site) {
   const bool integral =
       !detail::is_floating(detail::operand(*this, "pow_").dtype()) && e >= 0 && std::trunc(e) == e;
-  return detail::unary_in_place(*this, pow_op{e, integral}, "pow_", site);
+  return detail::unary_in_place(detail::lazy<I>(*this), pow_op{e, integral}, "pow_", site);
 }
-inline tensor& tensor::clamp_(double lo, double hi, call_site site) {
-  return detail::unary_in_place(*this, clamp_op{lo, hi}, "clamp_", site);
+template <int I>
+tensor& tensor::clamp_(double lo, double hi, call_site site) {
+  return detail::unary_in_place(detail::lazy<I>(*this), clamp_op{lo, hi}, "clamp_", site);
 }
-inline tensor& tensor::neg_(call_site site) {
-  return detail::in_place(*this, "neg_", false, false, site,
-                          [](const tensor& x) { return detail::call(neg_op{}, x); });
+template <int I>
+tensor& tensor::neg_(call_site site) {
+  return detail::in_place(detail::lazy<I>(*this), "neg_", false, false, site,
+                          [](const auto& x) { return detail::call(neg_op{}, x); });
 }
-inline tensor& tensor::abs_(call_site site) {
-  return detail::in_place(*this, "abs_", false, true, site,
-                          [](const tensor& x) { return detail::call(abs_op{}, x); });
+template <int I>
+tensor& tensor::abs_(call_site site) {
+  return detail::in_place(detail::lazy<I>(*this), "abs_", false, true, site,
+                          [](const auto& x) { return detail::call(abs_op{}, x); });
 }
-inline tensor& tensor::exp_(call_site site) {
-  return detail::unary_in_place(*this, exp_op{}, "exp_", site);
+template <int I>
+tensor& tensor::exp_(call_site site) {
+  return detail::unary_in_place(detail::lazy<I>(*this), exp_op{}, "exp_", site);
 }
-inline tensor& tensor::log_(call_site site) {
-  return detail::unary_in_place(*this, log_op{}, "log_", site);
+template <int I>
+tensor& tensor::log_(call_site site) {
+  return detail::unary_in_place(detail::lazy<I>(*this), log_op{}, "log_", site);
 }
-inline tensor& tensor::sqrt_(call_site site) {
-  return detail::unary_in_place(*this, sqrt_op{}, "sqrt_", site);
+template <int I>
+tensor& tensor::sqrt_(call_site site) {
+  return detail::unary_in_place(detail::lazy<I>(*this), sqrt_op{}, "sqrt_", site);
 }
-inline tensor& tensor::sin_(call_site site) {
-  return detail::unary_in_place(*this, sin_op{}, "sin_", site);
+template <int I>
+tensor& tensor::sin_(call_site site) {
+  return detail::unary_in_place(detail::lazy<I>(*this), sin_op{}, "sin_", site);
 }
-inline tensor& tensor::cos_(call_site site) {
-  return detail::unary_in_place(*this, cos_op{}, "cos_", site);
+template <int I>
+tensor& tensor::cos_(call_site site) {
+  return detail::unary_in_place(detail::lazy<I>(*this), cos_op{}, "cos_", site);
 }
-inline tensor& tensor::tanh_(call_site site) {
-  return detail::unary_in_place(*this, tanh_op{}, "tanh_", site);
+template <int I>
+tensor& tensor::tanh_(call_site site) {
+  return detail::unary_in_place(detail::lazy<I>(*this), tanh_op{}, "tanh_", site);
 }
-inline tensor& tensor::sigmoid_(call_site site) {
-  return detail::unary_in_place(*this, sigmoid_op{}, "sigmoid_", site);
+template <int I>
+tensor& tensor::sigmoid_(call_site site) {
+  return detail::unary_in_place(detail::lazy<I>(*this), sigmoid_op{}, "sigmoid_", site);
 }
-inline tensor& tensor::relu_(call_site site) {
-  return detail::unary_in_place(*this, relu_op{}, "relu_", site);
+template <int I>
+tensor& tensor::relu_(call_site site) {
+  return detail::unary_in_place(detail::lazy<I>(*this), relu_op{}, "relu_", site);
 }
-inline tensor& tensor::copy_(const tensor& src, call_site site) {
+template <int I>
+tensor& tensor::copy_(const tensor& src, call_site site) {
   const auto& si = detail::operand(*this, "copy_");
   detail::operand(src, "copy_");
   if (!detail::broadcastable_to(src.shape(), si.shape))
@@ -621,19 +679,24 @@ inline tensor& tensor::copy_(const tensor& src, call_site site) {
   const mg::dtype d = si.dtype();
   const mg::device dev = si.device();
   const shape_t shape = si.shape;
-  return detail::in_place(*this, "copy_", src.requires_grad(), false, site,
-                          [&](const tensor&) { return mg::expand(src.to(d).to(dev), shape); });
+  return detail::in_place(
+      detail::lazy<I>(*this), "copy_", src.requires_grad(), false, site,
+      [&](const tensor&) { return mg::expand(detail::lazy<I>(src).to(d).to(dev), shape); });
 }
-inline tensor& tensor::fill_(double value, call_site site) {
+template <int I>
+tensor& tensor::fill_(double value, call_site site) {
   const auto& si = detail::operand(*this, "fill_");
   const mg::dtype d = si.dtype();
   const mg::device dev = si.device();
   const shape_t shape = si.shape;
-  return detail::in_place(*this, "fill_", false, false, site, [&](const tensor&) {
+  return detail::in_place(detail::lazy<I>(*this), "fill_", false, false, site, [&](const tensor&) {
     return full(shape, value, {.dtype = d, .device = dev});
   });
 }
-inline tensor& tensor::zero_(call_site site) { return fill_(0.0, site); }
+template <int I>
+tensor& tensor::zero_(call_site site) {
+  return fill_<I>(0.0, site);
+}
 
 // ---- autograd ---------------------------------------------------------------------------------
 
