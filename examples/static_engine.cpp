@@ -3,6 +3,8 @@
 // difference and exits with 1 if one is off.
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <utility>
 
 #include <metagrad/static.hpp>
 
@@ -59,5 +61,31 @@ int main() {
   auto at = [&](double k, double c) { return final_x(k, c, 1.0, 0.0, 0.05); };
   check("d x16 / d k", dk, (at(3.0 + step, 0.4) - at(3.0 - step, 0.4)) / (2 * step));
   check("d x16 / d c", dc, (at(3.0, 0.4 + step) - at(3.0, 0.4 - step)) / (2 * step));
+
+  // example-begin repeat
+  // The same 16 steps with mg::repeat: the state is a pair (x, v), and the step a lambda that
+  // captures the parameters. A plain for loop cannot reassign the state: its type is its formula.
+  auto final_x_repeat = [](auto k, auto c, auto x0, auto v0, auto h) {
+    auto euler = [&](const auto& s) {
+      const auto& [x, v] = s;
+      return std::pair{x + h * v, v - h * (k * x + c * v)};
+    };
+    return mg::repeat<16>(euler, std::pair{x0, v0}).first;
+  };
+  auto [rk, rc] = mg::grad<0, 1>(final_x_repeat)(3.0, 0.4, 1.0, 0.0, 0.05);
+  // example-end repeat
+  check("repeat: d x16 / d k", rk, dk);
+  check("repeat: d x16 / d c", rc, dc);
+
+  // example-begin to-string
+  // The formula the static engine differentiates, traced with two symbolic arguments.
+  auto f = [](auto x, auto y) { return (sin(x) * y + exp(x * y)) / (1 + x * x); };
+  const std::string formula = mg::to_string(mg::trace<2>(f));
+  // formula == "(sin(x0) * x1 + exp(x0 * x1)) / (1 + x0 * x0)"
+  // example-end to-string
+  if (formula != "(sin(x0) * x1 + exp(x0 * x1)) / (1 + x0 * x0)") {
+    std::printf("to_string: %s\n", formula.c_str());
+    ++failures;
+  }
   return failures == 0 ? 0 : 1;
 }

@@ -14,12 +14,7 @@
 
 template <int K>
 auto unrolled(const auto& t, const auto& x) {
-  if constexpr (K == 0) {
-    return t;
-  } else {
-    using mg::sin;
-    return unrolled<K - 1>(sin(t) * x + t, x);
-  }
+  return mg::repeat<K>([&](const auto& s) { return sin(s) * x + s; }, t);
 }
 
 int main() {

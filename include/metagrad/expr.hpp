@@ -16,10 +16,53 @@
 
 namespace mg {
 
+namespace detail {
+template <class T>
+inline constexpr bool always_false_v = false;
+}  // namespace detail
+
+// Note [Misuse in one sentence]: a traced function's values are expressions, not numbers. The
+// common mistakes of a new user each meet a member below that fails with one sentence naming the
+// fix, instead of forty overload candidates:
+//   - `if (x > 0)` or `x > 0 ? a : b`: an explicit conversion to bool;
+//   - `std::sin(x)`, a function metagrad lacks (`erf(x)` finds ::erf(double)), `double d = x`: a
+//     conversion to double (a template constrained to double exactly, so it never makes an
+//     overload set ambiguous, and exact matches such as mg::sin(x) always win over it);
+//   - `t = step(t)` in a loop: an assignment from another expression type;
+//   - `std::cout << x`: operator<< below.
+// They are templates: nothing is instantiated unless a program makes the mistake. (A macro
+// here, because the expression types are aggregates without a common base.)
+#define MG_SYMBOLIC_MISUSE_DIAGNOSTICS(Self)                                                     \
+  template <class B>                                                                             \
+  requires std::is_same_v<B, bool>                                                               \
+  explicit operator B() const {                                                                  \
+    static_assert(detail::always_false_v<B>,                                                     \
+                  "metagrad: a traced function cannot branch on a symbolic value (if (x > 0)): " \
+                  "use mg::where(x > 0, a, b), or mg::tensor for data-dependent control flow");  \
+    return false;                                                                                \
+  }                                                                                              \
+  template <class D>                                                                             \
+  requires std::is_same_v<D, double>                                                             \
+  operator D() const {                                                                           \
+    static_assert(detail::always_false_v<D>,                                                     \
+                  "metagrad: a traced function's values are symbolic, not numbers: call "        \
+                  "metagrad's ops on them (sin(x), not std::sin(x)); a function metagrad lacks " \
+                  "is a custom op, mg::apply<F>(x) (docs/static.md)");                           \
+    return 0;                                                                                    \
+  }                                                                                              \
+  template <class E>                                                                             \
+  requires(!std::is_same_v<std::remove_cvref_t<E>, Self>) Self& operator=(const E&) {            \
+    static_assert(detail::always_false_v<E>,                                                     \
+                  "metagrad: an expression's type is its formula, so `t = step(t)` cannot loop " \
+                  "in a traced function: write mg::repeat<N>(step, t), or use mg::tensor");      \
+    return *this;                                                                                \
+  }
+
 /// Leaf of the static engine: the I-th argument of the differentiated function.
 template <std::size_t I>
 struct arg {
   using mg_family = detail::expr_family;
+  MG_SYMBOLIC_MISUSE_DIAGNOSTICS(arg)
 };
 
 /// A constant captured by value (a literal such as the 1 in `1 + x * x`).
@@ -27,6 +70,7 @@ template <class T>
 struct cst {
   using mg_family = detail::expr_family;
   T value;
+  MG_SYMBOLIC_MISUSE_DIAGNOSTICS(cst)
 };
 
 /// A constant known from its type, for cst<known<V>>: the seed 1 of grad of grad and the 0 of
@@ -83,7 +127,9 @@ struct node {
   using mg_family = detail::expr_family;
   [[no_unique_address]] Op op;
   detail::tuple<detail::stored_t<Args>...> args;
+  MG_SYMBOLIC_MISUSE_DIAGNOSTICS(node)
 };
+#undef MG_SYMBOLIC_MISUSE_DIAGNOSTICS
 
 namespace detail {
 template <class T>
@@ -144,6 +190,17 @@ MG_HD constexpr auto operator+(X&& x) {
   return std::remove_cvref_t<X>(std::forward<X>(x));
 }
 
+// Note [Misuse in one sentence]: printing a symbolic value. (A template on the stream, so that
+// this header needs no <ostream>.)
+template <class Stream, Expr X>
+requires requires(Stream& s) { s.flush(); }
+Stream& operator<<(Stream& s, const X&) {
+  static_assert(detail::always_false_v<X>,
+                "metagrad: a traced function's values are symbolic: print mg::to_string(x) for "
+                "the formula, or the numbers that mg::value_and_grad returns");
+  return s;
+}
+
 /// Applies a ctx-free custom op. On static-engine expressions this records a node, on numbers
 /// it evaluates the op; mg::tensor has its overload in <metagrad/function.hpp>:
 /// ```cpp
@@ -158,10 +215,17 @@ MG_HD constexpr auto operator+(X&& x) {
 template <class F, class... A>
 requires((Expr<A> || ...) || (std::is_arithmetic_v<std::remove_cvref_t<A>> && ...)) MG_HD
     constexpr auto apply(const A&... a) {
-  detail::diagnose_static_op<F>();
-  static_assert(sizeof...(A) == detail::op_arity<F>(),
-                "metagrad: apply<F> got a different number of inputs than F::forward takes");
-  return detail::call(F{}, a...);
+  constexpr bool arity_ok = sizeof...(A) == detail::op_arity<F>();
+  if constexpr (arity_ok) detail::diagnose_static_op<F>();
+  static_assert(arity_ok,
+                "metagrad: apply<F> got a different number of inputs than F::forward takes (an "
+                "mg::Function, whose forward takes a ctx first, runs in the runtime engine only, "
+                "on mg::tensor)");
+  if constexpr (StaticOp<F> && arity_ok) {
+    return detail::call(F{}, a...);
+  } else {
+    return cst<double>{0.0};  // after the assertion: no cascade of errors
+  }
 }
 
 }  // namespace mg

@@ -15,6 +15,10 @@
 #include <metagrad/detail/sweep.hpp>
 #include <metagrad/expr.hpp>
 #include <metagrad/ops.hpp>
+#include <metagrad/repeat.hpp>
+#include <metagrad/to_string.hpp>
+#include <metagrad/repeat.hpp>
+#include <metagrad/to_string.hpp>
 
 namespace mg {
 

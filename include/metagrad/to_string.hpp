@@ -1,0 +1,138 @@
+// mg::to_string(e): a static-engine expression as readable text, e.g. for a function traced with
+// mg::trace:
+//   auto f = [](auto x, auto y) { return (sin(x) * y + exp(x * y)) / (1 + x * x); };
+//   mg::to_string(mg::trace<2>(f))   // "(sin(x0) * x1 + exp(x0 * x1)) / (1 + x0 * x0)"
+// Arguments print as x0, x1, ...; constants as numbers (an array as `array[3x4]`); add, sub, mul,
+// div and neg as operators with the parentheses precedence needs; every other op as its name
+// applied to its operands.
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <metagrad/detail/sweep.hpp>
+#include <metagrad/detail/type_name.hpp>
+#include <metagrad/expr.hpp>
+#include <metagrad/ops/arithmetic.hpp>
+
+namespace mg {
+
+namespace detail {
+
+// Precedence of an expression printed at the top of e: 1 sums, 2 products, 3 negation, 4 atoms.
+template <class E>
+inline constexpr int text_precedence = 4;
+template <class... A>
+inline constexpr int text_precedence<node<add_op, A...>> = 1;
+template <class... A>
+inline constexpr int text_precedence<node<sub_op, A...>> = 1;
+template <class... A>
+inline constexpr int text_precedence<node<mul_op, A...>> = 2;
+template <class... A>
+inline constexpr int text_precedence<node<div_op, A...>> = 2;
+template <class... A>
+inline constexpr int text_precedence<node<neg_op, A...>> = 3;
+
+template <class Op, class... A>
+void append_node_text(std::string& s, const node<Op, A...>& n);
+
+inline void append_number(std::string& s, double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  s += buf;
+}
+
+template <class E>
+void append_text(std::string& s, const E& e);
+
+// e, in parentheses when its precedence is below `least`.
+template <class E>
+void append_operand(std::string& s, const E& e, int least) {
+  const bool paren = text_precedence<E> < least;
+  if (paren) s += '(';
+  append_text(s, e);
+  if (paren) s += ')';
+}
+
+template <class E>
+void append_text(std::string& s, const E& e) {
+  if constexpr (is_arg_v<E>) {
+    s += 'x';
+    s += std::to_string(arg_index_v<E>);
+  } else if constexpr (is_cst_v<E>) {
+    using T = decltype(e.value);
+    if constexpr (requires { T::value; } && std::is_empty_v<T>) {
+      append_number(s, T::value);  // cst<known<V>>
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      append_number(s, static_cast<double>(e.value));
+    } else if constexpr (requires { e.value.shape(); }) {
+      s += "array[";
+      std::size_t k = 0;
+      for (const auto n : e.value.shape()) {
+        if (k++) s += 'x';
+        s += std::to_string(n);
+      }
+      s += ']';
+    } else {
+      s += "constant";
+    }
+  } else {
+    append_node_text(s, e);
+  }
+}
+
+template <class Op, class... A>
+void append_node_text(std::string& s, const node<Op, A...>& n) {
+  constexpr int p = text_precedence<node<Op, A...>>;
+  if constexpr (p == 1 || p == 2) {
+    static_assert(sizeof...(A) == 2);
+    append_operand(s, child<0>(n), p);
+    s += std::is_same_v<Op, add_op>   ? " + "
+         : std::is_same_v<Op, sub_op> ? " - "
+         : std::is_same_v<Op, mul_op> ? " * "
+                                      : " / ";
+    // a - (b + c) and a / (b * c) keep their parentheses: the right operand binds tighter
+    append_operand(s, child<1>(n), p + 1);
+  } else if constexpr (p == 3) {
+    s += '-';
+    append_operand(s, child<0>(n), 3);
+  } else {
+    s += op_name<Op>();
+    s += '(';
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((s += J ? ", " : "", append_text(s, child<J>(n))), ...);
+    }
+    (std::index_sequence_for<A...>{});
+    if constexpr (std::is_same_v<Op, pow_op>) {  // the exponent is the op's attribute
+      s += ", ";
+      append_number(s, n.op.p);
+    }
+    s += ')';
+  }
+}
+
+}  // namespace detail
+
+/// A static-engine expression as text: `mg::to_string(sin(x) * y)` is "sin(x0) * x1".
+template <Expr E>
+std::string to_string(const E& e) {
+  std::string s;
+  detail::append_text(s, e);
+  return s;
+}
+
+/// The expression a generic callable builds from N symbolic arguments (mg::arg<0> ...
+/// mg::arg<N-1>): `mg::to_string(mg::trace<2>(f))` shows the formula the static engine
+/// differentiates.
+template <std::size_t N, class F>
+auto trace(F&& f) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return detail::as_expr(std::forward<F>(f)(arg<I>{}...));
+  }
+  (std::make_index_sequence<N>{});
+}
+
+}  // namespace mg
