@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <metagrad/static.hpp>
@@ -76,6 +77,21 @@ int main() {
   // example-end repeat
   check("repeat: d x16 / d k", rk, dk);
   check("repeat: d x16 / d c", rc, dc);
+
+  // example-begin transforms
+  auto f2 = [](auto x, auto y) { return (sin(x) * y + exp(x * y)) / (1 + x * x); };
+  auto [y, ty] = mg::jvp(f2, std::tuple{2.0, 3.0}, std::tuple{1.0, 0.0});              // ty = df/dx
+  auto hv = mg::jvp(mg::grad(f2), std::tuple{2.0, 3.0}, std::tuple{1.0, 0.5}).second;  // H v
+  auto polar = [](auto r, auto t) { return std::tuple{r * cos(t), r * sin(t)}; };
+  auto [row_x, row_y] = mg::jacobian(polar)(2.0, 0.5);  // row_x = {cos t, -r sin t}
+  // example-end transforms
+  check("jvp: df/dx", ty, mg::grad<0>(f2)(2.0, 3.0));
+  const auto [h_x, h_y] = mg::hessian(f2)(2.0, 3.0);
+  check("jvp of grad: (H v)_x", std::get<0>(hv), std::get<0>(h_x) + 0.5 * std::get<1>(h_x));
+  check("jvp of grad: (H v)_y", std::get<1>(hv), std::get<0>(h_y) + 0.5 * std::get<1>(h_y));
+  check("jacobian: d(r cos t)/dt", std::get<1>(row_x), -2.0 * std::sin(0.5));
+  check("jacobian: d(r sin t)/dr", std::get<0>(row_y), std::sin(0.5));
+  (void)y;
 
   // example-begin to-string
   // The formula the static engine differentiates, traced with two symbolic arguments.

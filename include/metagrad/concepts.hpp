@@ -6,10 +6,13 @@
 // numbers, returning one gradient (one input) or mg::grads{...} (several inputs). Optional
 // members: `name` (a string literal for messages and grad_fn()->name()), `saves` (which values
 // backward reads, so the runtime engine keeps only those), `elementwise = false` (an op whose
-// forward sees whole arrays: reductions, shape ops), `differentiable = false` (comparisons),
-// `simd = false` (numbers only), `keeps_integers = true` (i64 in, i64 out on tensors).
+// forward sees whole arrays: reductions, shape ops), `arity = N` (an op written for arrays only,
+// which cannot be probed with numbers: Note [Ops on arrays only]), `differentiable = false`
+// (comparisons), `simd = false` (numbers only), `keeps_integers = true` (i64 in, i64 out on
+// tensors).
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -49,10 +52,23 @@ constexpr bool forward_arity_is() {
   (std::make_index_sequence<N>{});
 }
 
-// The number of inputs of op F: the smallest N in 1..6 for which forward takes N numbers.
+// Note [Ops on arrays only]: an op whose forward and backward are written for arrays (with
+// xtensor's functions: a user's prod, a user's matmul) cannot be probed with numbers, because
+// the probe would instantiate its body (`xt::prod(double)` is a hard error, not a substitution
+// failure). Such an op declares `static constexpr std::size_t arity = N;` and is not probed: its
+// forward and backward meet their real argument types where the op is applied.
+template <class F>
+concept declares_arity = requires {
+  { F::arity } -> std::convertible_to<std::size_t>;
+};
+
+// The number of inputs of op F: its declared arity, else the smallest N in 1..6 for which forward
+// takes N numbers.
 template <class F>
 constexpr std::size_t op_arity() {
-  if constexpr (forward_arity_is<F, 1>())
+  if constexpr (declares_arity<F>)
+    return F::arity;
+  else if constexpr (forward_arity_is<F, 1>())
     return 1;
   else if constexpr (forward_arity_is<F, 2>())
     return 2;
@@ -70,8 +86,12 @@ constexpr std::size_t op_arity() {
 
 template <class F, std::size_t N>
 constexpr bool has_backward() {
-  return []<std::size_t... I>(std::index_sequence<I...>) { return backward_takes<F, I...>; }
-  (std::make_index_sequence<N>{});
+  if constexpr (declares_arity<F>) {
+    return true;  // not probed (Note [Ops on arrays only])
+  } else {
+    return []<std::size_t... I>(std::index_sequence<I...>) { return backward_takes<F, I...>; }
+    (std::make_index_sequence<N>{});
+  }
 }
 
 template <class T>
@@ -155,7 +175,9 @@ inline constexpr bool saves_output_v = saves_of<F>() == saved::output
 template <class F>
 constexpr bool backward_count_ok() {
   constexpr std::size_t n = op_arity<F>();
-  if constexpr (n == 0 || !has_backward<F, n>()) {
+  if constexpr (declares_arity<F>) {
+    return n > 0;  // not probed (Note [Ops on arrays only])
+  } else if constexpr (n == 0 || !has_backward<F, n>()) {
     return false;
   } else {
     return backward_gradient_count<F, n>() == n;

@@ -147,12 +147,24 @@ template <class T>
 concept Expr = detail::is_expr_v<std::remove_cvref_t<T>>;
 
 namespace detail {
+// What a constant of type T becomes in an expression: itself, unless a family's header says
+// otherwise (<metagrad/xtensor.hpp> for captured arrays: Note [Captured arrays]).
+template <class T>
+struct constant_traits {
+  using type = T;
+  MG_HD static constexpr const T& make(const T& t) { return t; }
+};
+
 template <class T>
 MG_HD constexpr auto as_expr(T&& t) {
   if constexpr (Expr<T>) {
     return std::remove_cvref_t<T>(std::forward<T>(t));
-  } else {
+  } else if constexpr (std::is_same_v<typename constant_traits<std::remove_cvref_t<T>>::type,
+                                      std::remove_cvref_t<T>>) {
     return cst<std::remove_cvref_t<T>>{std::forward<T>(t)};
+  } else {
+    using C = constant_traits<std::remove_cvref_t<T>>;
+    return cst<typename C::type>{C::make(t)};
   }
 }
 

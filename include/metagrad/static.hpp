@@ -17,8 +17,6 @@
 #include <metagrad/ops.hpp>
 #include <metagrad/repeat.hpp>
 #include <metagrad/to_string.hpp>
-#include <metagrad/repeat.hpp>
-#include <metagrad/to_string.hpp>
 
 namespace mg {
 
@@ -130,6 +128,23 @@ struct evaluator<scalar_family> {
   }
 };
 
+// The family of the data among an expression's constants: numbers, unless a family's header says
+// otherwise (<metagrad/xtensor.hpp> for captured arrays: Note [Captured arrays]).
+template <class E>
+struct constants_family {
+  using type = scalar_family;
+};
+// The family whose evaluator differentiates F at arguments of family Family: for numbers, the
+// family of F's constants (a function of numbers that captured an array runs on arrays).
+template <class Family, class F, std::size_t N>
+struct refine_family {
+  using type = Family;
+};
+template <class F, std::size_t N>
+struct refine_family<scalar_family, F, N> {
+  using type = typename constants_family<traced_t<F, N>>::type;
+};
+
 template <class F, std::size_t... I>
 struct grad_transform {
   F f;
@@ -137,7 +152,7 @@ struct grad_transform {
 
   template <class... A>
   constexpr auto operator()(const A&... args) const {
-    using Family = evaluator_family_t<A...>;
+    using Family = typename refine_family<evaluator_family_t<A...>, F, sizeof...(A)>::type;
     static_assert(!std::is_void_v<Family>,
                   "metagrad: grad takes floating-point numbers, xtensor containers or mg::tensor "
                   "arguments of one family (numbers may mix with either)");
@@ -154,6 +169,54 @@ struct grad_transform {
                         std::index_sequence<I...>>{});
   }
 };
+
+// Is R (what a traced function returns) a tuple or pair of values rather than one value?
+template <class R>
+concept tuple_like = requires {
+  std::tuple_size<std::remove_cvref_t<R>>::value;
+};
+
+// Component K of f's result, as a function (f itself when f returns one value).
+template <std::size_t K, class F>
+struct component_of {
+  F f;
+  template <class... A>
+  constexpr auto operator()(const A&... a) const {
+    if constexpr (tuple_like<decltype(f(a...))>) {
+      return std::get<K>(f(a...));
+    } else {
+      return f(a...);
+    }
+  }
+};
+
+// The number of values f returns when traced with N arguments (1 for a single value).
+template <class F, std::size_t... I>
+auto traced_result(std::index_sequence<I...>) -> decltype(std::declval<const F&>()(arg<I>{}...));
+template <class F, std::size_t N>
+constexpr std::size_t result_count() {
+  using R = decltype(traced_result<F>(std::make_index_sequence<N>{}));
+  if constexpr (tuple_like<R>) {
+    return std::tuple_size_v<std::remove_cvref_t<R>>;
+  } else {
+    return 1;
+  }
+}
+
+// Note [Forward mode from the local derivatives] (sweep.hpp), for one value of f.
+template <class F, class... X, class... V, std::size_t... I>
+constexpr auto jvp_one(const F& f, const std::tuple<X...>& x, const std::tuple<V...>& v,
+                       std::index_sequence<I...> seq) {
+  using E = traced_t<F, sizeof...(X)>;
+  const E e = trace(f, seq);
+  const tuple<X...> a{{std::get<I>(x)}...};
+  const tuple<V...> t{{std::get<I>(v)}...};
+  using R =
+      typename sweep_types<E, tuple<X...>, plain_policy, int>::template val_t<plan_v<E>.nslots - 1>;
+  sweep<E, tuple<X...>, plain_policy, R> s(e, a);
+  s.forward();
+  return std::pair{s.result(), s.tangent(t)};
+}
 
 template <class F, std::size_t... I>
 struct grad_only {
@@ -202,6 +265,88 @@ constexpr auto value_and_grad(F f) {
   return detail::grad_transform<F, I...>{std::move(f), true};
 }
 
+/// Forward mode: `{f(x), J v}`, the value of f at the primals and its derivative along the
+/// tangents (one per primal), generated at compile time and computed in one forward sweep, where
+/// each node's local derivatives are its op's own backward (Note [Forward mode from the local
+/// derivatives]); no reverse pass runs. For f returning a tuple or pair, both are tuples:
+/// ```cpp
+/// auto [y, ty] = mg::jvp(f, std::tuple{2.0, 3.0}, std::tuple{1.0, 0.0});   // ty = df/dx
+/// auto hv = mg::jvp(mg::grad(f), std::tuple{2.0, 3.0}, std::tuple{1.0, 0.5}).second;  // H v
+/// ```
+/// Primals and tangents are floating-point numbers (for mg::tensor:
+/// mg::autograd::functional::jvp).
+template <class F, class... X, class... V>
+constexpr auto jvp(const F& f, const std::tuple<X...>& primals, const std::tuple<V...>& tangents) {
+  static_assert(sizeof...(X) == sizeof...(V), "metagrad: jvp takes one tangent per primal");
+  static_assert((std::is_floating_point_v<X> && ...) && (std::is_arithmetic_v<V> && ...),
+                "metagrad: mg::jvp takes floating-point numbers as primals and tangents (for "
+                "mg::tensor, mg::autograd::functional::jvp)");
+  constexpr std::size_t m = detail::result_count<F, sizeof...(X)>();
+  const auto seq = std::index_sequence_for<X...>{};
+  if constexpr (detail::tuple_like<decltype(std::apply(f, primals))>) {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      const auto r =
+          std::tuple{detail::jvp_one(detail::component_of<K, F>{f}, primals, tangents, seq)...};
+      return std::pair{std::tuple{std::get<K>(r).first...}, std::tuple{std::get<K>(r).second...}};
+    }
+    (std::make_index_sequence<m>{});
+  } else {
+    return detail::jvp_one(f, primals, tangents, seq);
+  }
+}
+
+/// Reverse mode: `{f(x), u^T J}`, the value of f at the primals and the gradient of
+/// `u . f(x)` w.r.t. every primal (a bare value for one primal, else a tuple), in one backward
+/// sweep. u is a number for f returning one value, a tuple for f returning a tuple:
+/// ```cpp
+/// auto [y, g] = mg::vjp(f, std::tuple{2.0, 3.0}, 0.5);   // g = 0.5 * grad(f)(2.0, 3.0)
+/// ```
+template <class F, class... X, class U>
+constexpr auto vjp(const F& f, const std::tuple<X...>& primals, const U& cotangent) {
+  static_assert((std::is_floating_point_v<X> && ...),
+                "metagrad: mg::vjp takes floating-point numbers as primals (for mg::tensor, "
+                "mg::autograd::functional::vjp)");
+  const auto y = std::apply(f, primals);
+  const auto weighted = [&f, &cotangent](const auto&... a) {
+    if constexpr (detail::tuple_like<U>) {
+      static_assert(std::tuple_size_v<U> == detail::result_count<F, sizeof...(X)>(),
+                    "metagrad: vjp takes one cotangent per value f returns");
+      const auto r = f(a...);
+      return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return ((std::get<K>(r) * std::get<K>(cotangent)) + ...);
+      }
+      (std::make_index_sequence<std::tuple_size_v<U>>{});
+    } else {
+      static_assert(std::is_arithmetic_v<U>,
+                    "metagrad: the cotangent of a function returning one value is a number");
+      return f(a...) * cotangent;
+    }
+  };
+  return std::pair{y, std::apply(grad(weighted), primals)};
+}
+
+/// The Jacobian: `mg::jacobian(f)(x...)` is, for each value f returns, its gradient w.r.t. every
+/// argument (as mg::grad gives it: a bare value for one argument, else a tuple). For f returning
+/// one value it is grad(f); for f returning a tuple of m values, a tuple of m rows:
+/// ```cpp
+/// auto polar = [](auto r, auto t) { return std::tuple{r * cos(t), r * sin(t)}; };
+/// auto [dx, dy] = mg::jacobian(polar)(2.0, 0.5);   // dx = {cos t, -r sin t}, dy = {...}
+/// ```
+template <class F>
+constexpr auto jacobian(F f) {
+  return [f = std::move(f)](const auto&... x) {
+    constexpr std::size_t m = detail::result_count<F, sizeof...(x)>();
+    if constexpr (!detail::tuple_like<decltype(f(x...))>) {
+      return grad(f)(x...);
+    } else {
+      return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return std::tuple{grad(detail::component_of<K, F>{f})(x...)...};
+      }
+      (std::make_index_sequence<m>{});
+    }
+  };
+}
+
 /// Second derivative of a scalar function with respect to argument I: grad<I>(grad<I>(f)).
 /// With mg::tensor arguments argument I must have one element (for the Hessian matrix of a
 /// function of a tensor, see mg::autograd::functional::hessian):
@@ -212,6 +357,16 @@ constexpr auto value_and_grad(F f) {
 template <std::size_t I, class F>
 constexpr auto hessian(F f) {
   return detail::hessian_transform<F, I>{grad<I>(grad<I>(std::move(f)))};
+}
+
+/// The Hessian matrix of a scalar function of several numbers: jacobian(grad(f)), a tuple of
+/// rows (each a tuple), generated at compile time:
+/// ```cpp
+/// auto [hx, hy] = mg::hessian(f)(2.0, 3.0);   // hx = {d2f/dx2, d2f/dxdy}
+/// ```
+template <class F>
+constexpr auto hessian(F f) {
+  return jacobian(grad(std::move(f)));
 }
 
 }  // namespace mg

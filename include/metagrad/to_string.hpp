@@ -68,10 +68,10 @@ void append_text(std::string& s, const E& e) {
       append_number(s, T::value);  // cst<known<V>>
     } else if constexpr (std::is_arithmetic_v<T>) {
       append_number(s, static_cast<double>(e.value));
-    } else if constexpr (requires { e.value.shape(); }) {
+    } else if constexpr (requires { e.value.array.shape(); }) {  // a captured array
       s += "array[";
       std::size_t k = 0;
-      for (const auto n : e.value.shape()) {
+      for (const auto n : e.value.array.shape()) {
         if (k++) s += 'x';
         s += std::to_string(n);
       }

@@ -46,6 +46,25 @@ template <class Op, class... A>
 inline constexpr bool all_elementwise_v<node<Op, A...>> = is_elementwise<Op>() &&
                                                           (all_elementwise_v<A> && ...);
 
+// Note [Captured arrays]: an array a traced function reads from outside (`[&y](auto mu) { return
+// sum(y - mu); }`) meets a symbolic value in an op, and becomes a constant of the expression:
+// cst<A> holding a copy of the array (or of the xtensor expression, which refers to its own
+// operands). The families join (dispatch.hpp), the operators below win over xtensor's own, a
+// function of numbers holding such a constant is differentiated by the array evaluator
+// (constants_family), and a region takes the constant as one of its inputs (xt_region.hpp).
+template <class E>
+inline constexpr bool has_array_constant_v = false;
+template <class T>
+inline constexpr bool has_array_constant_v<cst<T>> = is_captured_array_v<T>;
+template <class Op, class... A>
+inline constexpr bool has_array_constant_v<node<Op, A...>> = (has_array_constant_v<A> || ...);
+
+template <class E>
+requires has_array_constant_v<E>
+struct constants_family<E> {
+  using type = xtensor_family;
+};
+
 template <class E>
 inline constexpr bool fusible_v = false;
 template <class Inner>
@@ -84,7 +103,7 @@ struct evaluator<xtensor_family> {
   static auto value_and_grad(const F& f, const A&... args) {
     using E = traced_t<F, sizeof...(A)>;
     const E e = trace(f, std::index_sequence_for<A...>{});
-    if constexpr (fusible_v<E>) {
+    if constexpr (fusible_v<E> && !has_array_constant_v<E>) {
       if (full_sum(e) && same_shapes(args...)) return fused<I...>(e, args...);
     }
     return general<I...>(e, args...);
@@ -275,5 +294,49 @@ struct evaluator<xtensor_family> {
   }
 };
 }  // namespace detail
+
+// Note [Captured arrays]: an xtensor array with a static-engine expression, in either order.
+// xtensor's operators take forwarding references, which bind a non-const array better than a
+// const reference; these take them too and are more constrained, so they win.
+namespace detail {
+template <class L, class R>
+concept ArrayWithExpr = (XtExpr<L> && Expr<R>) || (Expr<L> && XtExpr<R>);
+
+// A captured array becomes a captured_array (xt_region.hpp): a container of its elements whose
+// type names no xtensor type as a template argument, so that argument-dependent lookup on an
+// expression holding it finds metagrad's functions only (xt::sum would otherwise compete with
+// mg::sum for `sum(y - mu)`).
+template <class T>
+requires XtExpr<T>
+struct constant_traits<T> {
+  using type = captured_array<xt_value_t<T>, static_rank_v<T>>;
+  static type make(const T& a) { return type{typename type::array_type(a)}; }
+};
+}  // namespace detail
+
+template <class L, class R>
+requires detail::ArrayWithExpr<L, R>
+auto operator+(L&& a, R&& b) { return detail::call(add_op{}, a, b); }
+template <class L, class R>
+requires detail::ArrayWithExpr<L, R>
+auto operator-(L&& a, R&& b) { return detail::call(sub_op{}, a, b); }
+template <class L, class R>
+requires detail::ArrayWithExpr<L, R>
+auto operator*(L&& a, R&& b) { return detail::call(mul_op{}, a, b); }
+template <class L, class R>
+requires detail::ArrayWithExpr<L, R>
+auto operator/(L&& a, R&& b) { return detail::call(div_op{}, a, b); }
+template <class L, class R>
+requires detail::ArrayWithExpr<L, R>
+auto operator>(L&& a, R&& b) { return detail::call(gt_op{}, a, b); }
+template <class L, class R>
+requires detail::ArrayWithExpr<L, R>
+auto operator<(L&& a, R&& b) { return detail::call(lt_op{}, a, b); }
+template <class L, class R>
+requires detail::ArrayWithExpr<L, R>
+auto operator>=(L&& a, R&& b) { return detail::call(ge_op{}, a, b); }
+template <class L, class R>
+requires detail::ArrayWithExpr<L, R>
+auto operator<=(L&& a, R&& b) { return detail::call(le_op{}, a, b); }
 
 }  // namespace mg

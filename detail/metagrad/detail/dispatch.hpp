@@ -42,11 +42,17 @@ struct family_of_impl<T> {
 template <class T>
 using family_of_t = typename family_of_impl<std::remove_cvref_t<T>>::type;
 
-// Two families joined: a number joins anything, equal families stay, anything else is void.
+// Two families joined: a number joins anything, equal families stay, an array joins a static-engine
+// expression as one of its constants (data a traced function captured: Note [Captured arrays] in
+// xt_region.hpp), anything else is void.
 template <class A, class B>
 using join2_t = std::conditional_t<
     std::is_same_v<A, number_family>, B,
-    std::conditional_t<std::is_same_v<B, number_family> || std::is_same_v<A, B>, A, void>>;
+    std::conditional_t<
+        std::is_same_v<B, number_family> || std::is_same_v<A, B>, A,
+        std::conditional_t<(std::is_same_v<A, array_family> && std::is_same_v<B, expr_family>) ||
+                               (std::is_same_v<A, expr_family> && std::is_same_v<B, array_family>),
+                           expr_family, void>>>;
 
 template <class... F>
 struct join;

@@ -107,6 +107,21 @@ requires std::is_empty_v<T>
 struct constant_value<T> {
   using type = double;
 };
+// A wrapped constant (a captured array: Note [Captured arrays] in <metagrad/xtensor.hpp>) is
+// read through its `array` member.
+template <class T>
+requires requires { typename T::array_type; }
+struct constant_value<T> {
+  using type = typename T::array_type;
+};
+template <class T>
+MG_HD MG_INLINE constexpr const auto& constant_ref(const T& v) {
+  if constexpr (requires { typename T::array_type; }) {
+    return v.array;
+  } else {
+    return v;
+  }
+}
 
 template <class E, class Args, class Policy, class Seed>
 struct sweep_types {
@@ -207,6 +222,7 @@ class sweep {
   struct storage<std::index_sequence<s...>> {
     using vals = tuple<typename T::template stored_val_t<s>...>;
     using bwds = tuple<typename T::template bwd_t<s>...>;
+    using tangents = tuple<typename T::template val_t<s>...>;
   };
   using slots = std::make_index_sequence<N>;
 
@@ -229,7 +245,7 @@ class sweep {
       if constexpr (plan_v<E>.stateless[s]) {
         return static_cast<typename T::template val_t<s>>(decltype(X::value)::value);
       } else {
-        return (object<s>(e_).value);
+        return constant_ref(object<s>(e_).value);
       }
     } else {
       return at<s>(vals_);
@@ -262,6 +278,19 @@ class sweep {
       }
       (std::make_index_sequence<plan_v<E>.use_begin[s + 1] - plan_v<E>.use_begin[s]>{});
     }
+  }
+
+  // Note [Forward mode from the local derivatives]: after forward(), the directional derivative
+  // of the result along `dx` (one tangent per argument), in one sweep in slot order: a slot's
+  // tangent is the sum over its children of d slot / d child (the op's own backward at the seed
+  // `one`, component j) times the child's tangent. Each node's backward runs once, at its own
+  // values; nothing runs in reverse. Tangents have the slots' value types; a constant's is 0.
+  template <class Tangents>
+  MG_HD MG_INLINE constexpr auto tangent(const Tangents& dx) const {
+    typename storage<slots>::tangents ts{};
+    [&]<std::size_t... s>(std::index_sequence<s...>) { (tangent_step<s>(ts, dx), ...); }
+    (slots{});
+    return at<N - 1>(ts);
   }
 
   // d result / d argument I, or `zero` when the expression does not use argument I.
@@ -299,6 +328,46 @@ class sweep {
         return Policy::template keep<Op>(call(op, value<plan_v<E>.child[s][j]>()...));
       }
       (std::make_index_sequence<plan_v<E>.nchild[s]>{});
+    }
+  }
+
+  template <std::size_t s, class TS, class DX>
+  MG_HD MG_INLINE constexpr void tangent_step(TS& ts, const DX& dx) const {
+    using X = typename T::template expr_of<s>;
+    using V = typename T::template val_t<s>;
+    if constexpr (is_arg_v<X>) {
+      at<s>(ts) = static_cast<V>(at<arg_index_v<X>>(dx));
+    } else if constexpr (is_cst_v<X>) {
+      at<s>(ts) = static_cast<V>(0);
+    } else {
+      const auto& op = op_of<s>();
+      using Op = std::remove_cvref_t<decltype(op)>;
+      if constexpr (!is_differentiable<Op>()) {
+        at<s>(ts) = static_cast<V>(0);
+      } else {
+        constexpr std::size_t n = plan_v<E>.nchild[s];
+        const auto b = [&]<std::size_t... j>(std::index_sequence<j...>) {
+          return op.backward(value<plan_v<E>.child[s][j]>()..., value<s>(), static_cast<V>(1));
+        }
+        (std::make_index_sequence<n>{});
+        const auto sum = [&]<std::size_t... j>(std::index_sequence<j...>) {
+          return (tangent_term<j>(b, at<plan_v<E>.child[s][j]>(ts)) + ... + adj_term<no_grad>{});
+        }
+        (std::make_index_sequence<n>{});
+        if constexpr (std::is_same_v<decltype(sum), const adj_term<no_grad>>) {
+          at<s>(ts) = static_cast<V>(0);
+        } else {
+          at<s>(ts) = static_cast<V>(sum.v);
+        }
+      }
+    }
+  }
+  template <std::size_t j, class B, class C>
+  MG_HD MG_INLINE static constexpr auto tangent_term(const B& b, const C& child_tangent) {
+    if constexpr (std::is_same_v<component_t<j, B>, no_grad>) {
+      return adj_term<no_grad>{};
+    } else {
+      return make_term(component<j>(b) * child_tangent);
     }
   }
 

@@ -29,6 +29,7 @@
 
 #include <xtensor/xarray.hpp>
 #include <xtensor/xbroadcast.hpp>
+#include <xtensor/xtensor.hpp>
 
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/broadcast.hpp>
@@ -420,6 +421,37 @@ auto apply_in(array_family, const Op& op, const X&... x) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Captured arrays (Note [Captured arrays] in <metagrad/xtensor.hpp>): the elements of an array a
+// traced function read from outside, as a constant of the expression. Rank R, or xt::xarray for
+// a rank known only at run time (R = 0 stands for that).
+
+template <class T, std::size_t R>
+struct captured_array {
+  using array_type = std::conditional_t<R == 0, xt::xarray<T>, xt::xtensor<T, R>>;
+  array_type array;
+};
+template <class T>
+inline constexpr bool is_captured_array_v = false;
+template <class T, std::size_t R>
+inline constexpr bool is_captured_array_v<captured_array<T, R>> = true;
+
+// The rank of an xtensor expression when its type fixes it, else 0.
+template <class X>
+constexpr std::size_t static_rank() {
+  using S = typename std::remove_cvref_t<X>::shape_type;
+  if constexpr (requires { std::tuple_size<S>::value; }) {
+    return std::tuple_size<S>::value;
+  } else if constexpr (
+      requires { S::size(); } && !requires { std::declval<S&>().resize(1); }) {
+    return S::size();  // xt::fixed_shape
+  } else {
+    return 0;
+  }
+}
+template <class X>
+inline constexpr std::size_t static_rank_v = static_rank<X>();
+
+// ---------------------------------------------------------------------------------------------
 // The rewrite. See Note [Regions].
 
 template <class E>
@@ -447,8 +479,8 @@ struct stateful_boundary {
   using type = std::conditional_t<stateless_v<E>, type_list<>, type_list<E>>;
 };
 template <class T>
-struct stateful_boundary<cst<T>> {
-  using type = type_list<>;
+struct stateful_boundary<cst<T>> {  // a number stays inside; a captured array is an input
+  using type = std::conditional_t<is_captured_array_v<T>, type_list<cst<T>>, type_list<>>;
 };
 template <class Op, class... A>
 requires(is_elementwise<Op>()) struct stateful_boundary<node<Op, A...>> {
@@ -503,7 +535,11 @@ constexpr auto rebuild(const E& e) {
   if constexpr (stateless_v<E>) {
     return typename rebuilt<E, SL>::type{};
   } else if constexpr (is_cst_v<E>) {
-    return e;
+    if constexpr (is_captured_array_v<decltype(e.value)>) {
+      return arg<S + Start>{};  // a captured array: an input of the region
+    } else {
+      return e;
+    }
   } else if constexpr (!elementwise_node_v<E>) {
     return arg<S + Start>{};
   } else {
