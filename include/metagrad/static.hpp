@@ -112,15 +112,22 @@ template <>
 struct evaluator<scalar_family> {
   template <std::size_t... I, class F, class... A>
   MG_INLINE static constexpr auto value_and_grad(const F& f, const A&... args) {
+    return value_and_vjp<I...>(
+        f, [](const auto& v) { return one_like(v); }, args...);
+  }
+
+  // {f(args), seed * gradient}, one forward and one backward sweep; seed_of(value) is the seed.
+  template <std::size_t... I, class F, class SeedOf, class... A>
+  MG_INLINE static constexpr auto value_and_vjp(const F& f, SeedOf seed_of, const A&... args) {
     using E = traced_t<F, sizeof...(A)>;
     const E e = trace(f, std::index_sequence_for<A...>{});
     const tuple<A...> a{{args}...};
     using V = typename sweep_types<E, tuple<A...>, plain_policy,
                                    int>::template val_t<plan_v<E>.nslots - 1>;
-    using Seed = decltype(one_like(std::declval<const V&>()));
+    using Seed = decltype(seed_of(std::declval<const V&>()));
     sweep<E, tuple<A...>, plain_policy, Seed> s(e, a);
     s.forward();
-    const Seed seed = one_like(s.result());
+    const Seed seed = seed_of(s.result());
     s.backward(seed);
     using Args = std::tuple<A...>;
     return std::pair{s.result(), std::tuple{as_arg_type<std::tuple_element_t<I, Args>>(
@@ -190,9 +197,12 @@ struct component_of {
   }
 };
 
-// The number of values f returns when traced with N arguments (1 for a single value).
+// Does f, traced with N arguments, return a tuple or pair? How many values (1 for one value)?
 template <class F, std::size_t... I>
 auto traced_result(std::index_sequence<I...>) -> decltype(std::declval<const F&>()(arg<I>{}...));
+template <class F, std::size_t N>
+inline constexpr bool returns_tuple_v =
+    tuple_like<decltype(traced_result<F>(std::make_index_sequence<N>{}))>;
 template <class F, std::size_t N>
 constexpr std::size_t result_count() {
   using R = decltype(traced_result<F>(std::make_index_sequence<N>{}));
@@ -283,7 +293,7 @@ constexpr auto jvp(const F& f, const std::tuple<X...>& primals, const std::tuple
                 "mg::tensor, mg::autograd::functional::jvp)");
   constexpr std::size_t m = detail::result_count<F, sizeof...(X)>();
   const auto seq = std::index_sequence_for<X...>{};
-  if constexpr (detail::tuple_like<decltype(std::apply(f, primals))>) {
+  if constexpr (detail::returns_tuple_v<F, sizeof...(X)>) {
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
       const auto r =
           std::tuple{detail::jvp_one(detail::component_of<K, F>{f}, primals, tangents, seq)...};
@@ -296,8 +306,10 @@ constexpr auto jvp(const F& f, const std::tuple<X...>& primals, const std::tuple
 }
 
 /// Reverse mode: `{f(x), u^T J}`, the value of f at the primals and the gradient of
-/// `u . f(x)` w.r.t. every primal (a bare value for one primal, else a tuple), in one backward
-/// sweep. u is a number for f returning one value, a tuple for f returning a tuple:
+/// `u . f(x)` w.r.t. every primal (a bare value for one primal, else a tuple): for f returning
+/// one value, one forward sweep and one backward sweep seeded with u. u is a number for f
+/// returning one value, a tuple for f returning a tuple (then the sweeps run on u . f, and f's
+/// values come from calling it on the numbers):
 /// ```cpp
 /// auto [y, g] = mg::vjp(f, std::tuple{2.0, 3.0}, 0.5);   // g = 0.5 * grad(f)(2.0, 3.0)
 /// ```
@@ -306,23 +318,48 @@ constexpr auto vjp(const F& f, const std::tuple<X...>& primals, const U& cotange
   static_assert((std::is_floating_point_v<X> && ...),
                 "metagrad: mg::vjp takes floating-point numbers as primals (for mg::tensor, "
                 "mg::autograd::functional::vjp)");
-  const auto y = std::apply(f, primals);
-  const auto weighted = [&f, &cotangent](const auto&... a) {
-    if constexpr (detail::tuple_like<U>) {
-      static_assert(std::tuple_size_v<U> == detail::result_count<F, sizeof...(X)>(),
-                    "metagrad: vjp takes one cotangent per value f returns");
-      const auto r = f(a...);
-      return [&]<std::size_t... K>(std::index_sequence<K...>) {
-        return ((std::get<K>(r) * std::get<K>(cotangent)) + ...);
-      }
-      (std::make_index_sequence<std::tuple_size_v<U>>{});
-    } else {
-      static_assert(std::is_arithmetic_v<U>,
-                    "metagrad: the cotangent of a function returning one value is a number");
-      return f(a...) * cotangent;
+  constexpr std::size_t n = sizeof...(X);
+  constexpr bool tuple_valued = detail::returns_tuple_v<F, n>;
+  if constexpr (tuple_valued) {
+    static_assert(detail::tuple_like<U> && std::tuple_size_v<U> == detail::result_count<F, n>(),
+                  "metagrad: vjp takes a tuple of one cotangent per value f returns");
+  } else {
+    static_assert(std::is_arithmetic_v<U>,
+                  "metagrad: the cotangent of a function returning one value is a number");
+  }
+  using Family = typename detail::refine_family<detail::scalar_family, F, n>::type;
+  if constexpr (!tuple_valued && std::is_same_v<Family, detail::scalar_family>) {
+    // one forward and one backward sweep, seeded with u
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      auto [y, g] = detail::evaluator<Family>::template value_and_vjp<I...>(
+          f,
+          [&](const auto& v) { return static_cast<std::remove_cvref_t<decltype(v)>>(cotangent); },
+          std::get<I>(primals)...);
+      return std::pair{y, detail::bare_or_tuple(std::move(g))};
     }
-  };
-  return std::pair{y, std::apply(grad(weighted), primals)};
+    (std::make_index_sequence<n>{});
+  } else {
+    // the gradient of u . f (a function that captured an array runs on the array evaluator)
+    const auto weighted = [&f, &cotangent](const auto&... a) {
+      if constexpr (tuple_valued) {
+        const auto r = f(a...);
+        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+          return ((std::get<K>(r) * std::get<K>(cotangent)) + ...);
+        }
+        (std::make_index_sequence<std::tuple_size_v<U>>{});
+      } else {
+        return f(a...) * cotangent;
+      }
+    };
+    const auto y = std::apply(f, primals);
+    if constexpr (!tuple_valued && !std::is_arithmetic_v<decltype(y)>) {
+      // f on numbers holding captured data: a 0-d xtensor expression, read as a number
+      using T = std::common_type_t<X...>;
+      return std::pair{static_cast<T>(y()), std::apply(grad(weighted), primals)};
+    } else {
+      return std::pair{y, std::apply(grad(weighted), primals)};
+    }
+  }
 }
 
 /// The Jacobian: `mg::jacobian(f)(x...)` is, for each value f returns, its gradient w.r.t. every
@@ -336,7 +373,7 @@ template <class F>
 constexpr auto jacobian(F f) {
   return [f = std::move(f)](const auto&... x) {
     constexpr std::size_t m = detail::result_count<F, sizeof...(x)>();
-    if constexpr (!detail::tuple_like<decltype(f(x...))>) {
+    if constexpr (!detail::returns_tuple_v<F, sizeof...(x)>) {
       return grad(f)(x...);
     } else {
       return [&]<std::size_t... K>(std::index_sequence<K...>) {
