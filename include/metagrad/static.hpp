@@ -351,13 +351,18 @@ constexpr auto vjp(const F& f, const std::tuple<X...>& primals, const U& cotange
         return f(a...) * cotangent;
       }
     };
-    const auto y = std::apply(f, primals);
-    if constexpr (!tuple_valued && !std::is_arithmetic_v<decltype(y)>) {
-      // f on numbers holding captured data: a 0-d xtensor expression, read as a number
-      using T = std::common_type_t<X...>;
-      return std::pair{static_cast<T>(y()), std::apply(grad(weighted), primals)};
+    if constexpr (std::is_same_v<Family, detail::scalar_family>) {
+      return std::pair{std::apply(f, primals), std::apply(grad(weighted), primals)};
     } else {
-      return std::pair{y, std::apply(grad(weighted), primals)};
+      // f holds captured data: its value comes from the family's evaluator (called on numbers,
+      // f would return a lazy xtensor expression referring to its own parameters)
+      static_assert(!tuple_valued,
+                    "metagrad: vjp of a tuple-valued function holding captured arrays is not "
+                    "supported yet; take the vjp of each value");
+      using T = std::common_type_t<X...>;
+      const auto r = std::apply(
+          [&](const auto&... x) { return detail::evaluator<Family>::value(f, x...); }, primals);
+      return std::pair{static_cast<T>(*r.begin()), std::apply(grad(weighted), primals)};
     }
   }
 }
