@@ -28,9 +28,11 @@ TEST(Nn, CrossEntropyOneSample) {
             {.shapes = {{4}}, .scalar = false, .xtensor = false});
 }
 
-constexpr mg::device dev = mg_test::test_device;
+MG_TEST_ON_EACH_DEVICE(NnSemantics);
 
-TEST(NnSemantics, CrossEntropyValuesAndErrors) {
+
+TEST_P(NnSemantics, CrossEntropyValuesAndErrors) {
+  const mg::device dev = GetParam();
   const tensor logits = mg::zeros({2, 3}, {.dtype = mg::f64, .device = dev});
   const tensor targets = tensor{2.0, 0.0}.to(mg::i64).to(dev);
   EXPECT_NEAR(mg::cross_entropy(logits, targets).item<double>(), std::log(3.0), 1e-15);
@@ -55,13 +57,14 @@ TEST(NnSemantics, CrossEntropyValuesAndErrors) {
                         {"cross_entropy", "1 targets", "[2,3]"});
 }
 
-TEST(NnSemantics, Values) {
-  const tensor x{{1.0, 2.0, 3.0}, {1000.0, 1000.0, 1000.0}};
+TEST_P(NnSemantics, Values) {
+  const mg::device dev = GetParam();
+  const tensor x = tensor{{1.0, 2.0, 3.0}, {1000.0, 1000.0, 1000.0}}.to(dev);
   const auto s = mg::softmax(x, 1).to_xtensor<double>();
   const double e = std::exp(1.0), z = 1 + e + e * e;
   EXPECT_NEAR(s(0, 0), 1 / z, 1e-15);
   EXPECT_NEAR(s(0, 2), e * e / z, 1e-15);
   EXPECT_NEAR(s(1, 1), 1.0 / 3, 1e-15);  // stable: no overflow at 1000
   EXPECT_NEAR(mg::log_softmax(x, 1).to_xtensor<double>()(0, 0), -std::log(z), 1e-14);
-  EXPECT_DOUBLE_EQ(mg::mse_loss(tensor{1.0, 2.0}, tensor{0.0, 4.0}).item<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(mg::mse_loss(tensor{1.0, 2.0}.to(dev), tensor{0.0, 4.0}.to(dev)).item<double>(), 2.5);
 }

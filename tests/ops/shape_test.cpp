@@ -112,12 +112,14 @@ TEST(Linalg, Outer) {
             {.shapes = {{3}, {2}}, .scalar = false, .device = false});
 }
 
-constexpr mg::device dev = mg_test::test_device;
+MG_TEST_ON_EACH_DEVICE(IndexingOnEveryBackend);
+
 
 // The same semantics on every backend (this file is compiled into the Thrust binaries too): views
 // share storage, index_select accumulates, cat joins, in-place ops are recorded, i64 and bool
 // tensors keep their dtypes.
-TEST(IndexingOnEveryBackend, ViewsIndicesAndDtypes) {
+TEST_P(IndexingOnEveryBackend, ViewsIndicesAndDtypes) {
+  const mg::device dev = GetParam();
   const tensor x =
       tensor(xt::xarray<double>{{0.0, 1.0, 2.0}, {3.0, 4.0, 5.0}}).to(dev).requires_grad_();
   const tensor row = x[1], col = mg::slice(x, 1, 1, {}, 1).permute({1, 0});

@@ -12,9 +12,8 @@
 //     and the fused path (against the general path);
 //   - runtime engine on CPU tensors: every gradient element against differences, and a
 //     Hessian-vector product through create_graph; f32 on a sample;
-// and in the Thrust test binaries, instead of the CPU legs:
-//   - with MG_TEST_DEVICE: the runtime engine on device cuda (the Thrust backend), the same array
-//     checks, f64 and f32;
+// and where the binary has the Thrust backend (see cpu_legs and device_legs below):
+//   - the runtime engine on device cuda (the Thrust backend), the same array checks, f64 and f32;
 //   - with MG_TEST_TRANSFORMS (a translation unit that can include <metagrad/cuda.hpp>: the
 //     CPP and OMP device systems): mg::cuda::map/grad/value_and_grad/vjp for elementwise f,
 //     against the CPU static engine.
@@ -23,6 +22,7 @@
 #include <cstddef>
 #include <functional>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -41,12 +41,41 @@
 
 namespace mg_test {
 
-/// The device of this binary's runtime legs: cuda in the Thrust binaries (MG_TEST_DEVICE).
+// Which legs this binary runs:
+//   - by default the CPU legs (the static engine, the runtime engine on device cpu);
+//   - with MG_TEST_DEVICE the device legs only (the CUDA binary, whose op files the host compiler
+//     builds: it has no static engine legs of its own to add);
+//   - with MG_TEST_WITH_DEVICE both, from one compile of the op table (the op table binary when
+//     Thrust's CPP or OMP device system is available: the runtime legs are the same instantiations
+//     on either device, so the device legs cost little more than running them).
 #if defined(MG_TEST_DEVICE)
-inline constexpr mg::device test_device = mg::device::cuda;
+inline constexpr bool cpu_legs = false, device_legs = true;
+#elif defined(MG_TEST_WITH_DEVICE)
+inline constexpr bool cpu_legs = true, device_legs = true;
 #else
-inline constexpr mg::device test_device = mg::device::cpu;
+inline constexpr bool cpu_legs = true, device_legs = false;
 #endif
+
+/// The devices this binary's runtime legs and semantics tests run on.
+inline std::vector<mg::device> test_devices() {
+  std::vector<mg::device> d;
+  if (cpu_legs) d.push_back(mg::device::cpu);
+  if (device_legs) d.push_back(mg::device::cuda);
+  return d;
+}
+
+/// Semantics tests that run once on each device of the binary:
+///
+///   MG_TEST_ON_EACH_DEVICE(ReductionSemantics);
+///   TEST_P(ReductionSemantics, Name) { const mg::device dev = GetParam(); ... }
+class on_each_device : public ::testing::TestWithParam<mg::device> {};
+inline std::string device_param_name(const ::testing::TestParamInfo<mg::device>& info) {
+  return info.param == mg::device::cpu ? "cpu" : "cuda";
+}
+#define MG_TEST_ON_EACH_DEVICE(suite)                                                        \
+  class suite : public ::mg_test::on_each_device {};                                         \
+  INSTANTIATE_TEST_SUITE_P(On, suite, ::testing::ValuesIn(::mg_test::test_devices()),         \
+                           ::mg_test::device_param_name)
 
 struct ad_options {
   std::vector<std::pair<double, double>> ranges{};  // per argument; default [-1, 1]
@@ -86,6 +115,20 @@ std::function<mg::tensor(const mg::tensor_list&)> on_list(const F& f) {
   };
 }
 
+// Under AddressSanitizer an elementwise f skips the static engine's xtensor leg. On arrays such an
+// f is one region (Note [Regions]): one loop, the same code for every op, that calls the op's
+// forward and backward on packs and numbers. The loop's indexing, tails and broadcasting are
+// what a sanitizer can catch there, and tests/static (xtensor_test.cpp, captured_test.cpp) run
+// it under the sanitizer; the op's arithmetic is checked by this binary's other legs. The leg is
+// a third of the op table's compile time, and the sanitized op table is CI's longest compile.
+#if defined(__SANITIZE_ADDRESS__)
+template <class F, std::size_t N>
+inline constexpr bool skip_xtensor_leg = mg::detail::all_elementwise_v<mg::detail::traced_t<F, N>>;
+#else
+template <class F, std::size_t N>
+inline constexpr bool skip_xtensor_leg = false;
+#endif
+
 template <class F>
 void expect_ad(const F& f, const ad_options& o = {}) {
   constexpr std::size_t N = arity_of<F>();
@@ -94,47 +137,40 @@ void expect_ad(const F& f, const ad_options& o = {}) {
   std::vector<mg::shape_t> shapes = o.shapes;
   shapes.resize(N, o.shapes.size() == 1 ? o.shapes[0] : mg::shape_t{2, 3});
   array_options arrays{.ranges = ranges, .second_order = o.second_order};
-#if !defined(MG_TEST_DEVICE)
-  std::mt19937_64 gen(3);
-  if (o.scalar) {
-    for (int point = 0; point < 2; ++point) {
-      std::array<double, N> x;
-      for (std::size_t k = 0; k < N; ++k)
-        x[k] = std::uniform_real_distribution<double>(ranges[k].first, ranges[k].second)(gen);
-      SCOPED_TRACE("scalar point " + std::to_string(point));
-      std::apply([&](auto... xi) { check_static(f, xi...); }, x);
-      std::apply([&](auto... xi) { check_runtime(f, xi...); }, x);
+  if constexpr (cpu_legs) {
+    std::mt19937_64 gen(3);
+    if (o.scalar) {
+      for (int point = 0; point < 2; ++point) {
+        std::array<double, N> x;
+        for (std::size_t k = 0; k < N; ++k)
+          x[k] = std::uniform_real_distribution<double>(ranges[k].first, ranges[k].second)(gen);
+        SCOPED_TRACE("scalar point " + std::to_string(point));
+        std::apply([&](auto... xi) { check_static(f, xi...); }, x);
+        std::apply([&](auto... xi) { check_runtime(f, xi...); }, x);
+      }
+    }
+    if constexpr (!skip_xtensor_leg<F, N>) {
+      if (o.xtensor) {
+        SCOPED_TRACE("static engine on xtensor");
+        std::vector<std::vector<std::size_t>> s;
+        for (const auto& sh : shapes) s.emplace_back(sh.begin(), sh.end());
+        check_xt_arrays<N>(f, s, ranges);
+      }
     }
   }
-  if (o.xtensor) {
-    SCOPED_TRACE("static engine on xtensor");
-    std::vector<std::vector<std::size_t>> s;
-    for (const auto& sh : shapes) s.emplace_back(sh.begin(), sh.end());
-    check_xt_arrays<N>(f, s, ranges);
-  }
-  {
-    SCOPED_TRACE("runtime engine on cpu, f64");
-    check_arrays(on_list<N>(f), shapes, arrays);
-  }
-  if (o.f32) {
-    SCOPED_TRACE("runtime engine on cpu, f32");
-    auto a = arrays;
-    a.dtype = mg::f32;
-    check_arrays(on_list<N>(f), shapes, a);
-  }
-#else
-  if (o.device) {
-    SCOPED_TRACE("runtime engine on device cuda, f64");
-    auto a = arrays;
-    a.device = mg::device::cuda;
-    check_arrays(on_list<N>(f), shapes, a);
-  }
-  if (o.device && o.f32) {
-    SCOPED_TRACE("runtime engine on device cuda, f32");
-    auto a = arrays;
-    a.device = mg::device::cuda;
-    a.dtype = mg::f32;
-    check_arrays(on_list<N>(f), shapes, a);
+  // The runtime legs: one instantiation of check_arrays serves every device and dtype.
+  const auto runtime_f = on_list<N>(f);
+  for (const mg::device dev : test_devices()) {
+    if (dev == mg::device::cuda && !o.device) continue;
+    for (const mg::dtype dt : {mg::f64, mg::f32}) {
+      if (dt == mg::f32 && !o.f32) continue;
+      SCOPED_TRACE(std::string("runtime engine on ") + (dev == mg::device::cpu ? "cpu" : "cuda") +
+                   (dt == mg::f64 ? ", f64" : ", f32"));
+      auto a = arrays;
+      a.device = dev;
+      a.dtype = dt;
+      check_arrays(runtime_f, shapes, a);
+    }
   }
 #if defined(MG_TEST_TRANSFORMS)
   using E = mg::detail::traced_t<F, N>;
@@ -146,7 +182,6 @@ void expect_ad(const F& f, const ad_options& o = {}) {
     }
     (std::make_index_sequence<N>{});
   }
-#endif
 #endif
 }
 
