@@ -70,6 +70,165 @@ inline constexpr bool fusible_v = false;
 template <class Inner>
 inline constexpr bool fusible_v<node<sum_op, Inner>> = all_elementwise_v<Inner>;
 
+// Note [Hoisting]: in the fused loop, a subexpression of numbers only (log(sigma)) has the same
+// value at every element. Each maximal one becomes an input of the loop, arg<K + h>, computed
+// once before it; the loop's sum sink for that input is its adjoint, which one scalar sweep of
+// the subexpression carries back to the number arguments. A division by numbers only is a product
+// with the hoisted reciprocal: a division per element costs 4 to 8 products, and the hand-written
+// loop multiplies by the reciprocal too. Hoisted are stateless subexpressions (their type is all
+// of them): one input per distinct type, so a subexpression used twice stays one slot of the DAG.
+template <class E, class Args>
+inline constexpr bool reads_array_v = false;
+template <std::size_t J, class Args>
+inline constexpr bool reads_array_v<arg<J>, Args> =
+    !std::is_arithmetic_v<std::tuple_element_t<J, Args>>;
+template <class T, class Args>
+inline constexpr bool reads_array_v<cst<T>, Args> = is_captured_array_v<T>;
+template <class Op, class... C, class Args>
+inline constexpr bool reads_array_v<node<Op, C...>, Args> = (reads_array_v<C, Args> || ...);
+
+template <class E, class Args>
+inline constexpr bool hoisted_v = false;
+template <class Op, class... C, class Args>
+inline constexpr bool hoisted_v<node<Op, C...>, Args> =
+    stateless_v<node<Op, C...>> && !reads_array_v<node<Op, C...>, Args>;
+
+template <class E, class Args>
+inline constexpr bool by_reciprocal_v = false;
+template <class A, class B, class Args>
+inline constexpr bool by_reciprocal_v<node<div_op, A, B>, Args> =
+    reads_array_v<A, Args> && !reads_array_v<B, Args> && stateless_v<B>;
+template <class B>
+using reciprocal_t = node<div_op, cst<known<1>>, B>;
+
+// The distinct hoisted subexpressions of E, in order of first occurrence.
+template <class E, class Args>
+struct hoisted_list {
+  using type = type_list<>;
+};
+template <class Op, class... C, class Args>
+struct hoisted_list<node<Op, C...>, Args> {
+  using type = std::conditional_t<
+      hoisted_v<node<Op, C...>, Args>, type_list<node<Op, C...>>,
+      typename merge_all<type_list<>, typename hoisted_list<C, Args>::type...>::type>;
+};
+template <class A, class B, class Args>
+requires by_reciprocal_v<node<div_op, A, B>, Args>
+struct hoisted_list<node<div_op, A, B>, Args> {
+  using type = typename push_unique<typename hoisted_list<A, Args>::type, reciprocal_t<B>>::type;
+};
+template <class E, class Args>
+using hoisted_list_t = typename hoisted_list<E, Args>::type;
+template <class L>
+inline constexpr std::size_t list_length = 0;
+template <class... T>
+inline constexpr std::size_t list_length<type_list<T...>> = sizeof...(T);
+
+// e with each hoisted subexpression X replaced by arg<K + index of X in L>.
+template <class Args, std::size_t K, class L, class E>
+constexpr auto hoist_rewrite(const E& e) {
+  if constexpr (hoisted_v<E, Args>) {
+    return arg<K + index_in<E>(L{})>{};
+  } else if constexpr (list_length<hoisted_list_t<E, Args>> == 0) {
+    return e;
+  } else if constexpr (by_reciprocal_v<E, Args>) {
+    using B = std::remove_cvref_t<decltype(child<1>(e))>;
+    return assemble(mul_op{}, hoist_rewrite<Args, K, L>(child<0>(e)),
+                    arg<K + index_in<reciprocal_t<B>>(L{})>{});
+  } else {
+    return [&]<class Op, class... C>(const node<Op, C...>& n) {
+      return [&]<std::size_t... j>(std::index_sequence<j...>) {
+        return assemble(n.op, hoist_rewrite<Args, K, L>(child<j>(n))...);
+      }
+      (std::index_sequence_for<C...>{});
+    }(e);
+  }
+}
+
+// The fused loop's form: a sum of an elementwise expression of the arguments that reads at least
+// one array argument (the sum of a 0-d value is that value, not n copies of it).
+template <class E, class Args>
+inline constexpr bool fused_sum_v = false;
+template <class Inner, class Args>
+inline constexpr bool fused_sum_v<node<sum_op, Inner>, Args> =
+    all_elementwise_v<Inner> && !has_array_constant_v<Inner> && reads_array_v<Inner, Args>;
+
+// Note [Scalar epilogue]: f = outer(sum(inner)), where inner is elementwise over arrays of one
+// shape and outer is elementwise over that one sum, number arguments and constants (log(sum(
+// exp(x))), sqrt(sum(x*x)), sum(...) / 2). The fused loop runs sum(inner) forward and backward
+// with the seed 1, writing d sum / d x into the gradients; outer's value and derivative with
+// respect to the sum then cost one scalar sweep, and one loop scales the gradients by it. That
+// is the loop one writes by hand (exp(x) computed once, stored, then scaled by 1/s), and no
+// array of the sum's shape is materialised besides the gradients.
+//
+// epilogue_kind<E, Args> (Args: std::tuple of the argument types): 0 not of this form; 1 numbers
+// and constants only; 2 holds exactly one fusible sum, reached through elementwise ops only.
+template <class E, class Args>
+struct epilogue_kind : std::integral_constant<int, 0> {};
+template <std::size_t J, class Args>
+struct epilogue_kind<arg<J>, Args>
+    : std::integral_constant<int, std::is_arithmetic_v<std::tuple_element_t<J, Args>> ? 1 : 0> {};
+template <class T, class Args>
+struct epilogue_kind<cst<T>, Args> : std::integral_constant<int, is_captured_array_v<T> ? 0 : 1> {};
+template <class Inner, class Args>
+struct epilogue_kind<node<sum_op, Inner>, Args>
+    : std::integral_constant<int, fused_sum_v<node<sum_op, Inner>, Args> ? 2 : 0> {};
+template <class Op, class... C, class Args>
+requires(is_elementwise<Op>()) struct epilogue_kind<node<Op, C...>, Args>
+    : std::integral_constant<int, [] {
+        const int k[] = {epilogue_kind<C, Args>::value...};
+        int sums = 0;
+        for (int v : k) {
+          if (v == 0) return 0;
+          sums += v == 2;
+        }
+        return sums == 0 ? 1 : sums == 1 ? 2 : 0;
+      }()> {};
+
+// f = outer(sum(inner)), and not sum(inner) itself (the plain fused loop)?
+template <class E, class Args>
+inline constexpr bool epilogue_v = epilogue_kind<E, Args>::value == 2 && !fused_sum_v<E, Args>;
+
+// The child of n on the way to the sum.
+template <class Args, class... C>
+inline constexpr std::size_t epilogue_child = [] {
+  const int k[] = {epilogue_kind<C, Args>::value...};
+  std::size_t i = 0;
+  while (k[i] != 2) ++i;
+  return i;
+}();
+
+// The sum of an expression of kind 2.
+template <class Args, class E>
+constexpr auto epilogue_sum(const E& e) {
+  return [&]<class Op, class... C>(const node<Op, C...>& n) {
+    if constexpr (std::is_same_v<Op, sum_op>) {
+      return n;
+    } else {
+      return epilogue_sum<Args>(child<epilogue_child<Args, C...>>(n));
+    }
+  }(e);
+}
+
+// outer: e with its sum replaced by arg<S>.
+template <class Args, std::size_t S, class E>
+constexpr auto epilogue_outer(const E& e) {
+  if constexpr (epilogue_kind<E, Args>::value != 2) {
+    return e;
+  } else {
+    return [&]<class Op, class... C>(const node<Op, C...>& n) {
+      if constexpr (std::is_same_v<Op, sum_op>) {
+        return arg<S>{};
+      } else {
+        return [&]<std::size_t... j>(std::index_sequence<j...>) {
+          return assemble(n.op, epilogue_outer<Args, S>(child<j>(n))...);
+        }
+        (std::index_sequence_for<C...>{});
+      }
+    }(e);
+  }
+}
+
 // Is the root of a fusible expression a sum of all elements (not along a dim)?
 template <class E>
 bool full_sum(const E& e) {
@@ -103,8 +262,11 @@ struct evaluator<xtensor_family> {
   static auto value_and_grad(const F& f, const A&... args) {
     using E = traced_t<F, sizeof...(A)>;
     const E e = trace(f, std::index_sequence_for<A...>{});
-    if constexpr (fusible_v<E> && !has_array_constant_v<E>) {
+    if constexpr (fused_sum_v<E, std::tuple<A...>>) {
       if (full_sum(e) && same_shapes(args...)) return fused<I...>(e, args...);
+    } else if constexpr (epilogue_v<E, std::tuple<A...>>) {  // Note [Scalar epilogue]
+      const auto s = epilogue_sum<std::tuple<A...>>(e);
+      if (full_sum(s) && same_shapes(args...)) return fused_epilogue<I...>(e, s, args...);
     }
     return general<I...>(e, args...);
   }
@@ -136,25 +298,127 @@ struct evaluator<xtensor_family> {
   static auto fused(const E& e, const A&... args) {
     using T = std::common_type_t<typename value_of<A>::type...>;
     static_assert(std::is_floating_point_v<T>, "metagrad: arrays must hold float or double");
+    using Args = std::tuple<A...>;
+    constexpr std::size_t K = sizeof...(A);
+    using Inner = std::remove_cvref_t<decltype(child<0>(e))>;
+    using Hoisted = hoisted_list_t<Inner, Args>;  // Note [Hoisting]
+    constexpr std::size_t H = list_length<Hoisted>;
+    const auto inner = hoist_rewrite<Args, K, Hoisted>(child<0>(e));
+    // the number arguments, as the hoisted subexpressions read them (an array's place holds 0)
+    using Numbers = tuple<std::conditional_t<std::is_arithmetic_v<A>, A, T>...>;
+    const Numbers numbers{{number_or_zero<T>(args)}...};
     // contiguous row-major arrays of T are read in place; anything else is copied once
     std::tuple<std::conditional_t<XtExpr<A>, xt::xarray<T>, char>...> copies;
-    const auto data = [&]<std::size_t... k>(std::index_sequence<k...>) {
-      return std::tuple{region_source<T>(args, dims_of(args), std::get<k>(copies))...};
+    const auto data = [&]<std::size_t... k, std::size_t... h>(std::index_sequence<k...>,
+                                                             std::index_sequence<h...>) {
+      return std::tuple{region_source<T>(args, dims_of(args), std::get<k>(copies))...,
+                        static_cast<T>(scalar_value(typename type_at<h, Hoisted>::type{}, numbers))...};
     }
-    (std::index_sequence_for<A...>{});
+    (std::index_sequence_for<A...>{}, std::make_index_sequence<H>{});
     std::size_t n = 0;
     ((n = arg_size(args, n)), ...);
 
     auto grads_out = std::tuple{make_out<T>(std::get<I>(std::forward_as_tuple(args...)))...};
-    auto sinks = std::apply([](auto&... o) { return std::tuple{sink_for<T>(o)...}; }, grads_out);
+    auto sinks = [&]<std::size_t... h>(std::index_sequence<h...>) {
+      return std::tuple_cat(
+          std::apply([](auto&... o) { return std::tuple{sink_for<T>(o)...}; }, grads_out),
+          std::tuple{(void(h), sum_sink<T>{})...});
+    }
+    (std::make_index_sequence<H>{});
     sum_sink<T> value;
-    element_loop<T, true>(std::index_sequence<I...>{}, child<0>(e), data, n, T(1), value, sinks);
-    // numbers among the arguments: their gradient is the sum over all elements
+    [&]<std::size_t... h>(std::index_sequence<h...>) {
+      element_loop<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, n, T(1), value,
+                            sinks);
+    }
+    (std::make_index_sequence<H>{});
     [&]<std::size_t... j>(std::index_sequence<j...>) {
+      // numbers among the arguments: their gradient is the sum over all elements
       (finish_number(std::get<j>(grads_out), std::get<j>(sinks)), ...);
+      // and what reaches them through the hoisted subexpressions
+      if constexpr (H > 0 && ((std::is_arithmetic_v<std::tuple_element_t<I, Args>>) || ...)) {
+        [&]<std::size_t... h>(std::index_sequence<h...>) {
+          (add_hoisted<I...>(grads_out, typename type_at<h, Hoisted>::type{}, numbers,
+                             std::get<sizeof...(I) + h>(sinks).total()),
+           ...);
+        }
+        (std::make_index_sequence<H>{});
+      }
     }
     (std::index_sequence_for<decltype(I)...>{});
     return std::pair{value.total(), std::move(grads_out)};
+  }
+
+  // A hoisted subexpression's value, from the number arguments.
+  template <class X, class Numbers>
+  static auto scalar_value(const X& x, const Numbers& numbers) {
+    using V = typename sweep_types<X, Numbers, plain_policy, int>::template val_t<
+        plan_v<X>.nslots - 1>;
+    sweep<X, Numbers, plain_policy, V> s(x, numbers);
+    s.forward();
+    return s.result();
+  }
+  // grads_out[j] += adjoint * d x / d(argument I_j), for the number arguments among I...
+  template <std::size_t... I, class G, class X, class Numbers, class T>
+  static void add_hoisted(G& grads_out, const X& x, const Numbers& numbers, T adjoint) {
+    using V = typename sweep_types<X, Numbers, plain_policy, int>::template val_t<
+        plan_v<X>.nslots - 1>;
+    sweep<X, Numbers, plain_policy, V> s(x, numbers);
+    s.forward();
+    s.backward(V(adjoint));
+    [&]<std::size_t... j>(std::index_sequence<j...>) {
+      (
+          [&] {
+            auto& g = std::get<j>(grads_out);
+            if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(g)>>)
+              g = static_cast<std::remove_cvref_t<decltype(g)>>(
+                  g + s.template gradient<I>(V(adjoint), zero_like(at<I>(numbers))));
+          }(),
+          ...);
+    }
+    (std::index_sequence_for<decltype(I)...>{});
+  }
+
+  // See Note [Scalar epilogue]: the fused loop for the sum s, then outer's sweep on numbers.
+  template <std::size_t... I, class E, class S, class... A>
+  static auto fused_epilogue(const E& e, const S& s, const A&... args) {
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    constexpr std::size_t N = sizeof...(A);
+    auto [sum_value, grads] = fused<I...>(s, args...);
+    const auto outer = epilogue_outer<std::tuple<A...>, N>(e);
+    using O = std::remove_cvref_t<decltype(outer)>;
+    // outer reads the number arguments and the sum; an array argument's place holds a 0
+    using Args = tuple<std::conditional_t<std::is_arithmetic_v<A>, A, T>..., T>;
+    const Args a{{number_or_zero<T>(args)}..., {sum_value}};
+    using V = typename sweep_types<O, Args, plain_policy, int>::template val_t<plan_v<O>.nslots - 1>;
+    sweep<O, Args, plain_policy, V> sweep_outer(outer, a);
+    sweep_outer.forward();
+    sweep_outer.backward(V(1));
+    const T seed = static_cast<T>(sweep_outer.template gradient<N>(V(1), V(0)));
+    [&]<std::size_t... j>(std::index_sequence<j...>) {
+      (scale_by(std::get<j>(grads), seed,
+                sweep_outer.template gradient<I>(V(1), zero_like(at<I>(a)))),
+       ...);
+    }
+    (std::make_index_sequence<sizeof...(I)>{});
+    return std::pair{static_cast<T>(sweep_outer.result()), std::move(grads)};
+  }
+  template <class T, class A>
+  static auto number_or_zero(const A& a) {
+    if constexpr (std::is_arithmetic_v<A>) {
+      return a;
+    } else {
+      return T(0);
+    }
+  }
+  // d f / d x = seed * d sum / d x (+ outer's own derivative, for a number argument)
+  template <class G, class T, class D>
+  static void scale_by(G& g, T seed, const D& direct) {
+    if constexpr (std::is_arithmetic_v<G>) {
+      g = static_cast<G>(g * seed + direct);
+    } else {
+      T* p = g.data();
+      for (std::size_t i = 0, n = g.size(); i < n; ++i) p[i] *= seed;
+    }
   }
 
   template <class T, class O>

@@ -3,6 +3,8 @@
 // broadcasting, shaped ops, argument types, and the errors.
 #include <cmath>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <xtensor/xfixed.hpp>
@@ -67,6 +69,84 @@ TEST_P(Fused, MatchesClosedFormAndGeneralPath) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, Fused, ::testing::Values(13, 37, 64));
+
+// Note [Scalar epilogue] and Note [Hoisting] (xtensor.hpp): these run as one fused loop. Each is
+// checked against central differences, and against the general path: the same function with a
+// broadcast factor of shape [1], which keeps it from fusing.
+template <class F, class... N>
+void expect_fused_matches_general(const F& f, const xt::xarray<double>& x, N... numbers) {
+  const xt::xarray<double> one{1.0};
+  auto [v, g] = mg::value_and_grad(f)(x, numbers...);
+  auto [vg, gg] = mg::value_and_grad([&f](auto a, auto o, auto... n) { return f(a * o, n...); })(
+      x, one, numbers...);
+  EXPECT_NEAR(v, vg, 1e-12 * std::fabs(vg));
+  const auto& ga = std::get<0>(g);
+  const auto& gga = std::get<0>(gg);
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(ga(i), gga(i), 1e-12) << i;
+  [&]<std::size_t... k>(std::index_sequence<k...>) {
+    (
+        [&] {
+          EXPECT_NEAR(std::get<k + 1>(g), std::get<k + 2>(gg), 1e-10 * std::fabs(std::get<k + 2>(gg)))
+              << "number argument " << k;
+        }(),
+        ...);
+  }
+  (std::index_sequence_for<N...>{});
+}
+
+TEST(StaticXtensorFusion, ScalarEpilogue) {
+  const auto x = randn({37}, 21), y = randn({37}, 22);
+  const auto lse = [](auto a) { return log(sum(exp(a))); };
+  check_xt(lse, x);
+  check_xt([](auto a) { return sqrt(sum(a * a)); }, x);
+  check_xt([](auto a, auto s) { return sum(a * s) / s + s * s; }, x, 0.7);  // s in both parts
+  check_xt([](auto a, auto b) { return exp(-sum(a * b) * 0.1); }, x, y);
+  // closed form: d/dx log(sum(exp(x))) = softmax(x)
+  auto [v, g] = mg::value_and_grad(lse)(x);
+  const double total = xt::sum(xt::exp(x))();
+  EXPECT_NEAR(v, std::log(total), 1e-12);
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(g(i), std::exp(x(i)) / total, 1e-15);
+  expect_fused_matches_general([](auto a, auto s) { return sum(sin(a) * s) / s + s * s; }, x, 0.7);
+}
+
+TEST(StaticXtensorFusion, Hoisting) {
+  const auto x = randn({37}, 23);
+  const auto normal = [](auto a, auto mu, auto sigma) {
+    const auto z = (a - mu) / sigma;  // one reciprocal, hoisted; z used twice, one slot
+    return sum(-0.5 * z * z - log(sigma));
+  };
+  check_xt(normal, x, 0.3, 1.7);
+  expect_fused_matches_general(normal, x, 0.3, 1.7);
+  // closed forms: d/dmu = sum(z) / sigma, d/dsigma = sum(z^2) / sigma - n / sigma
+  const double mu = 0.3, sigma = 1.7, n = double(x.size());
+  const xt::xarray<double> z = (x - mu) / sigma;
+  auto [dmu, dsigma] = mg::grad<1, 2>(normal)(x, mu, sigma);
+  EXPECT_NEAR(dmu, xt::sum(z)() / sigma, 1e-12);
+  EXPECT_NEAR(dsigma, xt::sum(z * z)() / sigma - n / sigma, 1e-12);
+  // hoisted subexpressions of several numbers, divisions by them, and a number used in both the
+  // hoisted part and the loop
+  const auto mixed = [](auto a, auto m, auto s) {
+    return sum(a / (s * s + m) + log(s) * a / s + exp(a * m));
+  };
+  check_xt(mixed, x, 0.4, 1.3);
+  expect_fused_matches_general(mixed, x, 0.4, 1.3);
+  // with an epilogue too
+  const auto scaled = [](auto a, auto s) { return log(sum(exp(a / s))) * s; };
+  check_xt(scaled, x, 0.8);
+  expect_fused_matches_general(scaled, x, 0.8);
+}
+
+TEST(StaticXtensorFusion, SumOfNumbersOnlyIsNotMultipliedByTheArraySize) {
+  // the sum of a 0-d value is that value, whatever the size of the unused array argument
+  const auto x = randn({37}, 24);
+  auto [v, g] = mg::value_and_grad([](auto a, auto s) { return sum(s * s) + 0.0 * sum(a); })(x, 3.0);
+  EXPECT_DOUBLE_EQ(v, 9.0);
+  EXPECT_DOUBLE_EQ(std::get<1>(g), 6.0);
+  auto [v2, g2] = mg::value_and_grad([](auto, auto s) { return sum(s * s); })(x, 3.0);
+  EXPECT_DOUBLE_EQ(v2, 9.0);
+  EXPECT_DOUBLE_EQ(std::get<1>(g2), 6.0);
+  EXPECT_DOUBLE_EQ(std::get<0>(g2)(5), 0.0);
+}
 
 TEST(StaticXtensor, NumbersMixWithArrays) {
   const auto x = randn({3, 5}, 5);

@@ -105,12 +105,17 @@ inline constexpr bool simd_tree_v = true;
 template <class Op, class... A>
 inline constexpr bool simd_tree_v<node<Op, A...>> = simd_enabled<Op>() && (simd_tree_v<A> && ...);
 
+// The sinks are copied into locals around each block: a pack accumulator or a sink's pointer
+// reached through a reference would be reloaded after every store (a store of T may alias it),
+// and the accumulator's chain would then run through memory (3x slower on sum(x)).
 template <class T, bool Backward, std::size_t... I, class Inner, class Srcs, class Seed,
           class VSink, class GSinks>
 MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, const Srcs& srcs,
-                             std::size_t n, const Seed& seed, VSink& value, GSinks& gsinks) {
+                             std::size_t n, const Seed& seed, VSink& value_out,
+                             GSinks& gsinks_out) {
   constexpr std::size_t K = std::tuple_size_v<Srcs>;
-  auto body = [&]<class V>(std::type_identity<V>, std::size_t i) {
+  const auto body = [&]<class V>(std::type_identity<V>, std::size_t i, VSink& value,
+                                 GSinks& gsinks) {
     const auto a = [&]<std::size_t... k>(std::index_sequence<k...>) {
       return tuple<std::conditional_t<k == k, V, void>...>{
           {load_element<V>(std::get<k>(srcs), i)}...};
@@ -130,15 +135,20 @@ MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, cons
   };
   using P = pack<T>;
   std::size_t i = 0;
+  VSink value = value_out;
+  GSinks gsinks = gsinks_out;
   if constexpr (simd_tree_v<Inner>) {
     while (i + P::size <= n) {
       const std::size_t packs = std::min((n - i) / P::size, loop_block);
-      for (std::size_t j = 0; j < packs; ++j, i += P::size) body(std::type_identity<P>{}, i);
+      for (std::size_t j = 0; j < packs; ++j, i += P::size)
+        body(std::type_identity<P>{}, i, value, gsinks);
       value.flush();
       std::apply([](auto&... s) { (s.flush(), ...); }, gsinks);
     }
   }
-  for (; i < n; ++i) body(std::type_identity<T>{}, i);
+  for (; i < n; ++i) body(std::type_identity<T>{}, i, value, gsinks);
+  value_out = value;
+  gsinks_out = gsinks;
 }
 
 // ---------------------------------------------------------------------------------------------
