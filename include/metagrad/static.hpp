@@ -168,9 +168,15 @@ struct grad_transform {
                   "family) to differentiate with these arguments");
     static_assert(((I < sizeof...(A)) && ...),
                   "metagrad: grad<I...> names an argument index the call does not have");
+    // an evaluator that builds mg::value_and_grad's result in place says so (xtensor.hpp)
+    constexpr bool in_place = requires { evaluator<Family>::builds_final_result; };
     return [&]<std::size_t... J>(std::index_sequence<J...>) {
-      auto [v, g] = evaluator<Family>::template value_and_grad<J...>(f, args...);
-      return std::pair{std::move(v), bare_or_tuple(std::move(g))};
+      if constexpr (in_place) {
+        return evaluator<Family>::template value_and_grad_final<J...>(f, args...);
+      } else {
+        auto [v, g] = evaluator<Family>::template value_and_grad<J...>(f, args...);
+        return std::pair{std::move(v), bare_or_tuple(std::move(g))};
+      }
     }
     (std::conditional_t<sizeof...(I) == 0, std::index_sequence_for<A...>,
                         std::index_sequence<I...>>{});

@@ -14,6 +14,7 @@
 //   to each argument's shape.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
@@ -147,11 +148,15 @@ constexpr auto hoist_rewrite(const E& e) {
 
 // The fused loop's form: a sum of an elementwise expression of the arguments that reads at least
 // one array argument (the sum of a 0-d value is that value, not n copies of it).
+// A product too: one loop forward, one backward with the seed prod / v_i (quotient_seed).
 template <class E, class Args>
 inline constexpr bool fused_sum_v = false;
 template <class Inner, class Args>
 inline constexpr bool fused_sum_v<node<sum_op, Inner>, Args> =
     all_elementwise_v<Inner> && !has_array_constant_v<Inner> && reads_array_v<Inner, Args>;
+template <class Inner, class Args>
+inline constexpr bool fused_sum_v<node<prod_op, Inner>, Args> =
+    fused_sum_v<node<sum_op, Inner>, Args>;
 
 // Note [Scalar epilogue]: f = outer(sum(inner)), where inner is elementwise over arrays of one
 // shape and outer is elementwise over that one sum, number arguments and constants (log(sum(
@@ -173,6 +178,9 @@ struct epilogue_kind<cst<T>, Args> : std::integral_constant<int, is_captured_arr
 template <class Inner, class Args>
 struct epilogue_kind<node<sum_op, Inner>, Args>
     : std::integral_constant<int, fused_sum_v<node<sum_op, Inner>, Args> ? 2 : 0> {};
+template <class Inner, class Args>
+struct epilogue_kind<node<prod_op, Inner>, Args>
+    : std::integral_constant<int, fused_sum_v<node<prod_op, Inner>, Args> ? 2 : 0> {};
 template <class Op, class... C, class Args>
 requires(is_elementwise<Op>()) struct epilogue_kind<node<Op, C...>, Args>
     : std::integral_constant<int, [] {
@@ -202,7 +210,7 @@ inline constexpr std::size_t epilogue_child = [] {
 template <class Args, class E>
 constexpr auto epilogue_sum(const E& e) {
   return [&]<class Op, class... C>(const node<Op, C...>& n) {
-    if constexpr (std::is_same_v<Op, sum_op>) {
+    if constexpr (std::is_same_v<Op, sum_op> || std::is_same_v<Op, prod_op>) {
       return n;
     } else {
       return epilogue_sum<Args>(child<epilogue_child<Args, C...>>(n));
@@ -217,7 +225,7 @@ constexpr auto epilogue_outer(const E& e) {
     return e;
   } else {
     return [&]<class Op, class... C>(const node<Op, C...>& n) {
-      if constexpr (std::is_same_v<Op, sum_op>) {
+      if constexpr (std::is_same_v<Op, sum_op> || std::is_same_v<Op, prod_op>) {
         return arg<S>{};
       } else {
         return [&]<std::size_t... j>(std::index_sequence<j...>) {
@@ -260,15 +268,46 @@ template <>
 struct evaluator<xtensor_family> {
   template <std::size_t... I, class F, class... A>
   static auto value_and_grad(const F& f, const A&... args) {
+    return value_and_grad_as<false, I...>(f, args...);
+  }
+  // mg::value_and_grad's own result: {value, gradient} for one index, {value, tuple} for several.
+  // Built in place by the fused loops, so that a fixed-size gradient (xt::xtensor_fixed) is never
+  // copied on its way out (grad_transform takes this form when an evaluator has it).
+  static constexpr bool builds_final_result = true;
+  template <std::size_t... I, class F, class... A>
+  static auto value_and_grad_final(const F& f, const A&... args) {
+    return value_and_grad_as<sizeof...(I) == 1, I...>(f, args...);
+  }
+
+ private:
+  template <bool Bare, std::size_t... I, class F, class... A>
+  static auto value_and_grad_as(const F& f, const A&... args) {
     using E = traced_t<F, sizeof...(A)>;
     const E e = trace(f, std::index_sequence_for<A...>{});
     if constexpr (fused_sum_v<E, std::tuple<A...>>) {
-      if (full_sum(e) && same_shapes(args...)) return fused<I...>(e, args...);
+      if (full_sum(e) && same_shapes(args...)) return fused<Bare, I...>(e, args...);
     } else if constexpr (epilogue_v<E, std::tuple<A...>>) {  // Note [Scalar epilogue]
       const auto s = epilogue_sum<std::tuple<A...>>(e);
-      if (full_sum(s) && same_shapes(args...)) return fused_epilogue<I...>(e, s, args...);
+      if (full_sum(s) && same_shapes(args...)) return fused_epilogue<Bare, I...>(e, s, args...);
     }
-    return general<I...>(e, args...);
+    return as_result<Bare>(general<I...>(e, args...));
+  }
+  template <bool Bare, class R>
+  static auto as_result(R&& r) {
+    if constexpr (Bare) {
+      return std::pair{r.first, std::get<0>(std::move(r.second))};
+    } else {
+      return std::move(r);
+    }
+  }
+  // The gradients of a result, as a tuple of references.
+  template <class R>
+  static auto gradients_of(R& r) {
+    if constexpr (requires { std::tuple_size<decltype(r.second)>::value; }) {
+      return std::apply([](auto&... g) { return std::tie(g...); }, r.second);
+    } else {
+      return std::tie(r.second);
+    }
   }
 
  private:
@@ -294,7 +333,7 @@ struct evaluator<xtensor_family> {
   }
 
   // One SIMD loop: forward and reverse sweep of the summed elementwise expression per pack.
-  template <std::size_t... I, class E, class... A>
+  template <bool Bare, std::size_t... I, class E, class... A>
   static auto fused(const E& e, const A&... args) {
     using T = std::common_type_t<typename value_of<A>::type...>;
     static_assert(std::is_floating_point_v<T>, "metagrad: arrays must hold float or double");
@@ -318,19 +357,48 @@ struct evaluator<xtensor_family> {
     std::size_t n = 0;
     ((n = arg_size(args, n)), ...);
 
-    auto grads_out = std::tuple{make_out<T>(std::get<I>(std::forward_as_tuple(args...)))...};
+    // the result, built in place (Bare: one gradient, not a tuple of one)
+    using Grads = std::tuple<decltype(make_out<T>(std::get<I>(std::forward_as_tuple(args...))))...>;
+    using Result = std::conditional_t<Bare, std::pair<T, std::tuple_element_t<0, Grads>>,
+                                      std::pair<T, Grads>>;
+    Result result{};
+    auto grads_out = gradients_of(result);
+    [&]<std::size_t... j>(std::index_sequence<j...>) {
+      (shape_like<T>(std::get<j>(grads_out), std::get<I>(std::forward_as_tuple(args...))), ...);
+    }
+    (std::index_sequence_for<decltype(I)...>{});
     auto sinks = [&]<std::size_t... h>(std::index_sequence<h...>) {
       return std::tuple_cat(
           std::apply([](auto&... o) { return std::tuple{sink_for<T>(o)...}; }, grads_out),
           std::tuple{(void(h), sum_sink<T>{})...});
     }
     (std::make_index_sequence<H>{});
-    sum_sink<T> value;
-    [&]<std::size_t... h>(std::index_sequence<h...>) {
-      element_loop<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, n, T(1), value,
-                            sinks);
+    T total{};
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(e.op)>, prod_op>) {
+      prod_sink<T> product;
+      std::tuple<> none;
+      element_loop<T, false>(std::index_sequence<>{}, inner, data, n, T(0), product, none);
+      total = product.total();
+      // a zero factor (or a product that underflows or overflows): the general path's rules
+      if (!(total != T(0)) || !std::isfinite(total)) {
+        result = as_result<Bare>(general<I...>(e, args...));
+        return result;
+      }
+      no_sink ignored;
+      [&]<std::size_t... h>(std::index_sequence<h...>) {
+        element_loop<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, n,
+                              quotient_seed<T>{total}, ignored, sinks);
+      }
+      (std::make_index_sequence<H>{});
+    } else {
+      sum_sink<T> value;
+      [&]<std::size_t... h>(std::index_sequence<h...>) {
+        element_loop<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, n, T(1), value,
+                              sinks);
+      }
+      (std::make_index_sequence<H>{});
+      total = value.total();
     }
-    (std::make_index_sequence<H>{});
     [&]<std::size_t... j>(std::index_sequence<j...>) {
       // numbers among the arguments: their gradient is the sum over all elements
       (finish_number(std::get<j>(grads_out), std::get<j>(sinks)), ...);
@@ -345,7 +413,8 @@ struct evaluator<xtensor_family> {
       }
     }
     (std::index_sequence_for<decltype(I)...>{});
-    return std::pair{value.total(), std::move(grads_out)};
+    result.first = total;
+    return result;
   }
 
   // A hoisted subexpression's value, from the number arguments.
@@ -379,11 +448,13 @@ struct evaluator<xtensor_family> {
   }
 
   // See Note [Scalar epilogue]: the fused loop for the sum s, then outer's sweep on numbers.
-  template <std::size_t... I, class E, class S, class... A>
+  template <bool Bare, std::size_t... I, class E, class S, class... A>
   static auto fused_epilogue(const E& e, const S& s, const A&... args) {
     using T = std::common_type_t<typename value_of<A>::type...>;
     constexpr std::size_t N = sizeof...(A);
-    auto [sum_value, grads] = fused<I...>(s, args...);
+    auto result = fused<Bare, I...>(s, args...);
+    const T sum_value = result.first;
+    auto grads = gradients_of(result);
     const auto outer = epilogue_outer<std::tuple<A...>, N>(e);
     using O = std::remove_cvref_t<decltype(outer)>;
     // outer reads the number arguments and the sum; an array argument's place holds a 0
@@ -400,7 +471,8 @@ struct evaluator<xtensor_family> {
        ...);
     }
     (std::make_index_sequence<sizeof...(I)>{});
-    return std::pair{static_cast<T>(sweep_outer.result()), std::move(grads)};
+    result.first = static_cast<T>(sweep_outer.result());
+    return result;
   }
   template <class T, class A>
   static auto number_or_zero(const A& a) {
@@ -440,6 +512,16 @@ struct evaluator<xtensor_family> {
       return n;
     } else {
       return d.size();
+    }
+  }
+
+  // g takes the shape of argument a: a fixed-size array has it already (and is not copied), a
+  // dynamic one gets new storage; every element is written by the loop.
+  template <class T, class G, class A>
+  static void shape_like(G& g, const A& a) {
+    if constexpr (XtExpr<A>) {
+      if (!std::equal(g.shape().begin(), g.shape().end(), a.shape().begin(), a.shape().end()))
+        g = gradient_like<A, T>(a);
     }
   }
 

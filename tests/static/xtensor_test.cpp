@@ -136,6 +136,29 @@ TEST(StaticXtensorFusion, Hoisting) {
   expect_fused_matches_general(scaled, x, 0.8);
 }
 
+TEST(StaticXtensorFusion, Product) {
+  // one loop for the product, one for the gradient prod / v_i
+  const auto x = positive({37}, 25), y = randn({37}, 26);
+  check_xt([](auto a) { return prod(a); }, x);
+  check_xt([](auto a, auto b) { return prod(a * 0.5 + sin(b)); }, x, xt::xarray<double>(y * 0.1));
+  check_xt([](auto a, auto s) { return prod(a / s); }, x, 1.1);
+  check_xt([](auto a) { return log(prod(a)) * 2.0; }, x);  // with an epilogue
+  expect_fused_matches_general([](auto a, auto s) { return prod(a * s); }, x, 0.9);
+  // closed form, and the zero rules (a zero factor takes the general path)
+  const xt::xarray<double> v{2.0, 3.0, 5.0};
+  auto [p, g] = mg::value_and_grad([](auto a) { return prod(a); })(v);
+  EXPECT_DOUBLE_EQ(p, 30.0);
+  EXPECT_DOUBLE_EQ(g(0), 15.0);
+  EXPECT_DOUBLE_EQ(g(2), 6.0);
+  const xt::xarray<double> one_zero{2.0, 0.0, 5.0}, two_zeros{0.0, 3.0, 0.0};
+  auto [p1, g1] = mg::value_and_grad([](auto a) { return prod(a); })(one_zero);
+  EXPECT_EQ(p1, 0.0);
+  EXPECT_EQ(g1, (xt::xarray<double>{0.0, 10.0, 0.0}));
+  auto [p2, g2] = mg::value_and_grad([](auto a) { return prod(a); })(two_zeros);
+  EXPECT_EQ(p2, 0.0);
+  EXPECT_EQ(g2, (xt::xarray<double>{0.0, 0.0, 0.0}));
+}
+
 TEST(StaticXtensorFusion, SumOfNumbersOnlyIsNotMultipliedByTheArraySize) {
   // the sum of a 0-d value is that value, whatever the size of the unused array argument
   const auto x = randn({37}, 24);

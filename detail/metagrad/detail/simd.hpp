@@ -187,6 +187,13 @@ struct pack {
   MG_INLINE static pack load(const T* p) { return batch::load_unaligned(p); }
   MG_INLINE void store(T* p) const { v.store_unaligned(p); }
   MG_INLINE T reduce_add() const { return xsimd::hadd(v); }
+  MG_INLINE T reduce_mul() const {
+    alignas(batch::arch_type::alignment()) T lanes[size];
+    v.store_aligned(lanes);
+    T p = lanes[0];
+    for (std::size_t k = 1; k < size; ++k) p *= lanes[k];
+    return p;
+  }
 
   // pack (op) pack, and pack (op) number on either side
   MG_INLINE friend pack operator+(const pack& a, const pack& b) { return a.v + b.v; }

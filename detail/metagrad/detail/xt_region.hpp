@@ -93,6 +93,36 @@ struct sum_sink {
   T total() const { return static_cast<T>(total_ + static_cast<double>(acc.reduce_add())); }
 };
 
+// The value sink of a fused product: packs multiply within a block, the block's product goes
+// into a double.
+template <class T>
+struct prod_sink {
+  pack<T> acc{T(1)};
+  double total_ = 1;
+  MG_INLINE void put(std::size_t, const T& v) { total_ *= static_cast<double>(v); }
+  MG_INLINE void put(std::size_t, const pack<T>& v) { acc = acc * v; }
+  MG_INLINE void flush() {
+    total_ *= static_cast<double>(acc.reduce_mul());
+    acc = pack<T>(T(1));
+  }
+  T total() const { return static_cast<T>(total_ * static_cast<double>(acc.reduce_mul())); }
+};
+
+// The seed of a fused product's backward at element i: d prod / d v_i = prod / v_i, from the
+// element's own value v_i (no v_i is zero: a product with zeros takes the general path).
+template <class T>
+struct quotient_seed {
+  T product;
+};
+template <class V, class S>
+MG_INLINE V seed_at(const S& s, std::size_t i, const V& value) {
+  if constexpr (requires { s.product; }) {
+    return V(s.product) / value;
+  } else {
+    return load_element<V>(s, i);
+  }
+}
+
 // Packs per block of the element loop. See Note [Blocked sums].
 inline constexpr std::size_t loop_block = 64;
 
@@ -125,7 +155,7 @@ MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, cons
     s.forward();
     value.put(i, V(s.result()));
     if constexpr (Backward) {
-      const V g = load_element<V>(seed, i);
+      const V g = seed_at<V>(seed, i, V(s.result()));
       s.backward(g);
       [&]<std::size_t... j>(std::index_sequence<j...>) {
         (std::get<j>(gsinks).put(i, V(s.template gradient<I>(g, V(T(0))))), ...);
