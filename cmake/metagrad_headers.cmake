@@ -49,6 +49,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/plan.hpp
   detail/metagrad/detail/sweep.hpp
   detail/metagrad/detail/xt_algebra.hpp
+  detail/metagrad/detail/xt_fused.hpp
   detail/metagrad/detail/xt_region.hpp
   # the runtime engine and its backends
   detail/metagrad/detail/anomaly.hpp

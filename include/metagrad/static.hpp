@@ -239,7 +239,20 @@ struct grad_only {
   grad_transform<F, I...> inner;
   template <class... A>
   constexpr auto operator()(const A&... args) const {
-    return inner(args...).second;
+    using Family = typename refine_family<evaluator_family_t<A...>, F, sizeof...(A)>::type;
+    // an evaluator that builds the gradients in place says so (xtensor.hpp): no copy of them
+    constexpr bool in_place = requires { evaluator<Family>::builds_final_result; };
+    if constexpr (in_place) {
+      static_assert(((I < sizeof...(A)) && ...),
+                    "metagrad: grad<I...> names an argument index the call does not have");
+      return [&]<std::size_t... J>(std::index_sequence<J...>) {
+        return evaluator<Family>::template grad_final<J...>(inner.f, args...);
+      }
+      (std::conditional_t<sizeof...(I) == 0, std::index_sequence_for<A...>,
+                          std::index_sequence<I...>>{});
+    } else {
+      return inner(args...).second;
+    }
   }
 };
 

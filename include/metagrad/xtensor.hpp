@@ -25,6 +25,7 @@
 #include <metagrad/concepts.hpp>
 #include <metagrad/detail/simd.hpp>
 #include <metagrad/detail/xt_algebra.hpp>
+#include <metagrad/detail/xt_fused.hpp>
 #include <metagrad/detail/xt_region.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
@@ -40,13 +41,6 @@ struct evaluator_family_of<T> {
   using type = xtensor_family;
 };
 
-// Is every node of E elementwise (no shaped op anywhere)?
-template <class E>
-inline constexpr bool all_elementwise_v = true;
-template <class Op, class... A>
-inline constexpr bool all_elementwise_v<node<Op, A...>> = is_elementwise<Op>() &&
-                                                          (all_elementwise_v<A> && ...);
-
 // Note [Captured arrays]: an array a traced function reads from outside (`[&y](auto mu) { return
 // sum(y - mu); }`) meets a symbolic value in an op, and becomes a constant of the expression:
 // cst<A> holding a copy of the array (or of the xtensor expression, which refers to its own
@@ -54,188 +48,10 @@ inline constexpr bool all_elementwise_v<node<Op, A...>> = is_elementwise<Op>() &
 // function of numbers holding such a constant is differentiated by the array evaluator
 // (constants_family), and a region takes the constant as one of its inputs (xt_region.hpp).
 template <class E>
-inline constexpr bool has_array_constant_v = false;
-template <class T>
-inline constexpr bool has_array_constant_v<cst<T>> = is_captured_array_v<T>;
-template <class Op, class... A>
-inline constexpr bool has_array_constant_v<node<Op, A...>> = (has_array_constant_v<A> || ...);
-
-template <class E>
 requires has_array_constant_v<E>
 struct constants_family<E> {
   using type = xtensor_family;
 };
-
-template <class E>
-inline constexpr bool fusible_v = false;
-template <class Inner>
-inline constexpr bool fusible_v<node<sum_op, Inner>> = all_elementwise_v<Inner>;
-
-// Note [Hoisting]: in the fused loop, a subexpression of numbers only (log(sigma)) has the same
-// value at every element. Each maximal one becomes an input of the loop, arg<K + h>, computed
-// once before it; the loop's sum sink for that input is its adjoint, which one scalar sweep of
-// the subexpression carries back to the number arguments. A division by numbers only is a product
-// with the hoisted reciprocal: a division per element costs 4 to 8 products, and the hand-written
-// loop multiplies by the reciprocal too. Hoisted are stateless subexpressions (their type is all
-// of them): one input per distinct type, so a subexpression used twice stays one slot of the DAG.
-template <class E, class Args>
-inline constexpr bool reads_array_v = false;
-template <std::size_t J, class Args>
-inline constexpr bool reads_array_v<arg<J>, Args> =
-    !std::is_arithmetic_v<std::tuple_element_t<J, Args>>;
-template <class T, class Args>
-inline constexpr bool reads_array_v<cst<T>, Args> = is_captured_array_v<T>;
-template <class Op, class... C, class Args>
-inline constexpr bool reads_array_v<node<Op, C...>, Args> = (reads_array_v<C, Args> || ...);
-
-template <class E, class Args>
-inline constexpr bool hoisted_v = false;
-template <class Op, class... C, class Args>
-inline constexpr bool hoisted_v<node<Op, C...>, Args> =
-    stateless_v<node<Op, C...>> && !reads_array_v<node<Op, C...>, Args>;
-
-template <class E, class Args>
-inline constexpr bool by_reciprocal_v = false;
-template <class A, class B, class Args>
-inline constexpr bool by_reciprocal_v<node<div_op, A, B>, Args> =
-    reads_array_v<A, Args> && !reads_array_v<B, Args> && stateless_v<B>;
-template <class B>
-using reciprocal_t = node<div_op, cst<known<1>>, B>;
-
-// The distinct hoisted subexpressions of E, in order of first occurrence.
-template <class E, class Args>
-struct hoisted_list {
-  using type = type_list<>;
-};
-template <class Op, class... C, class Args>
-struct hoisted_list<node<Op, C...>, Args> {
-  using type = std::conditional_t<
-      hoisted_v<node<Op, C...>, Args>, type_list<node<Op, C...>>,
-      typename merge_all<type_list<>, typename hoisted_list<C, Args>::type...>::type>;
-};
-template <class A, class B, class Args>
-requires by_reciprocal_v<node<div_op, A, B>, Args>
-struct hoisted_list<node<div_op, A, B>, Args> {
-  using type = typename push_unique<typename hoisted_list<A, Args>::type, reciprocal_t<B>>::type;
-};
-template <class E, class Args>
-using hoisted_list_t = typename hoisted_list<E, Args>::type;
-template <class L>
-inline constexpr std::size_t list_length = 0;
-template <class... T>
-inline constexpr std::size_t list_length<type_list<T...>> = sizeof...(T);
-
-// e with each hoisted subexpression X replaced by arg<K + index of X in L>.
-template <class Args, std::size_t K, class L, class E>
-constexpr auto hoist_rewrite(const E& e) {
-  if constexpr (hoisted_v<E, Args>) {
-    return arg<K + index_in<E>(L{})>{};
-  } else if constexpr (list_length<hoisted_list_t<E, Args>> == 0) {
-    return e;
-  } else if constexpr (by_reciprocal_v<E, Args>) {
-    using B = std::remove_cvref_t<decltype(child<1>(e))>;
-    return assemble(mul_op{}, hoist_rewrite<Args, K, L>(child<0>(e)),
-                    arg<K + index_in<reciprocal_t<B>>(L{})>{});
-  } else {
-    return [&]<class Op, class... C>(const node<Op, C...>& n) {
-      return [&]<std::size_t... j>(std::index_sequence<j...>) {
-        return assemble(n.op, hoist_rewrite<Args, K, L>(child<j>(n))...);
-      }
-      (std::index_sequence_for<C...>{});
-    }(e);
-  }
-}
-
-// The fused loop's form: a sum of an elementwise expression of the arguments that reads at least
-// one array argument (the sum of a 0-d value is that value, not n copies of it).
-// A product too: one loop forward, one backward with the seed prod / v_i (quotient_seed).
-template <class E, class Args>
-inline constexpr bool fused_sum_v = false;
-template <class Inner, class Args>
-inline constexpr bool fused_sum_v<node<sum_op, Inner>, Args> =
-    all_elementwise_v<Inner> && !has_array_constant_v<Inner> && reads_array_v<Inner, Args>;
-template <class Inner, class Args>
-inline constexpr bool fused_sum_v<node<prod_op, Inner>, Args> =
-    fused_sum_v<node<sum_op, Inner>, Args>;
-
-// Note [Scalar epilogue]: f = outer(sum(inner)), where inner is elementwise over arrays of one
-// shape and outer is elementwise over that one sum, number arguments and constants (log(sum(
-// exp(x))), sqrt(sum(x*x)), sum(...) / 2). The fused loop runs sum(inner) forward and backward
-// with the seed 1, writing d sum / d x into the gradients; outer's value and derivative with
-// respect to the sum then cost one scalar sweep, and one loop scales the gradients by it. That
-// is the loop one writes by hand (exp(x) computed once, stored, then scaled by 1/s), and no
-// array of the sum's shape is materialised besides the gradients.
-//
-// epilogue_kind<E, Args> (Args: std::tuple of the argument types): 0 not of this form; 1 numbers
-// and constants only; 2 holds exactly one fusible sum, reached through elementwise ops only.
-template <class E, class Args>
-struct epilogue_kind : std::integral_constant<int, 0> {};
-template <std::size_t J, class Args>
-struct epilogue_kind<arg<J>, Args>
-    : std::integral_constant<int, std::is_arithmetic_v<std::tuple_element_t<J, Args>> ? 1 : 0> {};
-template <class T, class Args>
-struct epilogue_kind<cst<T>, Args> : std::integral_constant<int, is_captured_array_v<T> ? 0 : 1> {};
-template <class Inner, class Args>
-struct epilogue_kind<node<sum_op, Inner>, Args>
-    : std::integral_constant<int, fused_sum_v<node<sum_op, Inner>, Args> ? 2 : 0> {};
-template <class Inner, class Args>
-struct epilogue_kind<node<prod_op, Inner>, Args>
-    : std::integral_constant<int, fused_sum_v<node<prod_op, Inner>, Args> ? 2 : 0> {};
-template <class Op, class... C, class Args>
-requires(is_elementwise<Op>()) struct epilogue_kind<node<Op, C...>, Args>
-    : std::integral_constant<int, [] {
-        const int k[] = {epilogue_kind<C, Args>::value...};
-        int sums = 0;
-        for (int v : k) {
-          if (v == 0) return 0;
-          sums += v == 2;
-        }
-        return sums == 0 ? 1 : sums == 1 ? 2 : 0;
-      }()> {};
-
-// f = outer(sum(inner)), and not sum(inner) itself (the plain fused loop)?
-template <class E, class Args>
-inline constexpr bool epilogue_v = epilogue_kind<E, Args>::value == 2 && !fused_sum_v<E, Args>;
-
-// The child of n on the way to the sum.
-template <class Args, class... C>
-inline constexpr std::size_t epilogue_child = [] {
-  const int k[] = {epilogue_kind<C, Args>::value...};
-  std::size_t i = 0;
-  while (k[i] != 2) ++i;
-  return i;
-}();
-
-// The sum of an expression of kind 2.
-template <class Args, class E>
-constexpr auto epilogue_sum(const E& e) {
-  return [&]<class Op, class... C>(const node<Op, C...>& n) {
-    if constexpr (std::is_same_v<Op, sum_op> || std::is_same_v<Op, prod_op>) {
-      return n;
-    } else {
-      return epilogue_sum<Args>(child<epilogue_child<Args, C...>>(n));
-    }
-  }(e);
-}
-
-// outer: e with its sum replaced by arg<S>.
-template <class Args, std::size_t S, class E>
-constexpr auto epilogue_outer(const E& e) {
-  if constexpr (epilogue_kind<E, Args>::value != 2) {
-    return e;
-  } else {
-    return [&]<class Op, class... C>(const node<Op, C...>& n) {
-      if constexpr (std::is_same_v<Op, sum_op> || std::is_same_v<Op, prod_op>) {
-        return arg<S>{};
-      } else {
-        return [&]<std::size_t... j>(std::index_sequence<j...>) {
-          return assemble(n.op, epilogue_outer<Args, S>(child<j>(n))...);
-        }
-        (std::index_sequence_for<C...>{});
-      }
-    }(e);
-  }
-}
 
 // Is the root of a fusible expression a sum of all elements (not along a dim)?
 template <class E>
@@ -268,46 +84,77 @@ template <>
 struct evaluator<xtensor_family> {
   template <std::size_t... I, class F, class... A>
   static auto value_and_grad(const F& f, const A&... args) {
-    return value_and_grad_as<false, I...>(f, args...);
+    return value_and_grad_as<pair_of_tuple, I...>(f, args...);
   }
-  // mg::value_and_grad's own result: {value, gradient} for one index, {value, tuple} for several.
-  // Built in place by the fused loops, so that a fixed-size gradient (xt::xtensor_fixed) is never
-  // copied on its way out (grad_transform takes this form when an evaluator has it).
+  // mg::value_and_grad's and mg::grad's own results: {value, gradient} (or the gradient alone)
+  // for one index, a tuple for several. Built in place by the fused loops, so that a fixed-size
+  // gradient (xt::xtensor_fixed) is never copied on its way out (grad_transform and grad_only
+  // take these when an evaluator says builds_final_result).
   static constexpr bool builds_final_result = true;
   template <std::size_t... I, class F, class... A>
   static auto value_and_grad_final(const F& f, const A&... args) {
-    return value_and_grad_as<sizeof...(I) == 1, I...>(f, args...);
+    return value_and_grad_as<pair_final, I...>(f, args...);
+  }
+  template <std::size_t... I, class F, class... A>
+  static auto grad_final(const F& f, const A&... args) {
+    return value_and_grad_as<gradients_only, I...>(f, args...);
   }
 
  private:
-  template <bool Bare, std::size_t... I, class F, class... A>
+  // The form of a result: {value, tuple of gradients}; {value, gradient(s)}; gradient(s).
+  static constexpr int pair_of_tuple = 0, pair_final = 1, gradients_only = 2;
+  template <int Form, class T, class Grads>
+  using result_t = std::conditional_t<
+      Form == gradients_only,
+      std::conditional_t<std::tuple_size_v<Grads> == 1, std::tuple_element_t<0, Grads>, Grads>,
+      std::pair<T, std::conditional_t<Form == pair_final && std::tuple_size_v<Grads> == 1,
+                                      std::tuple_element_t<0, Grads>, Grads>>>;
+
+  template <int Form, std::size_t... I, class F, class... A>
   static auto value_and_grad_as(const F& f, const A&... args) {
     using E = traced_t<F, sizeof...(A)>;
     const E e = trace(f, std::index_sequence_for<A...>{});
     if constexpr (fused_sum_v<E, std::tuple<A...>>) {
-      if (full_sum(e) && same_shapes(args...)) return fused<Bare, I...>(e, args...);
+      if (full_sum(e) && same_shapes(args...)) return fused<Form, I...>(e, args...);
     } else if constexpr (epilogue_v<E, std::tuple<A...>>) {  // Note [Scalar epilogue]
       const auto s = epilogue_sum<std::tuple<A...>>(e);
-      if (full_sum(s) && same_shapes(args...)) return fused_epilogue<Bare, I...>(e, s, args...);
+      if (full_sum(s) && same_shapes(args...)) return fused_epilogue<Form, I...>(e, s, args...);
     }
-    return as_result<Bare>(general<I...>(e, args...));
+    return as_result<Form>(general<I...>(e, args...));
   }
-  template <bool Bare, class R>
+  // The general path's {value, tuple} in the given form.
+  template <int Form, class R>
   static auto as_result(R&& r) {
-    if constexpr (Bare) {
-      return std::pair{r.first, std::get<0>(std::move(r.second))};
-    } else {
+    using Grads = std::remove_cvref_t<decltype(r.second)>;
+    if constexpr (Form == pair_of_tuple || (Form == pair_final && std::tuple_size_v<Grads> > 1)) {
       return std::move(r);
+    } else if constexpr (Form == pair_final) {
+      return std::pair{r.first, std::get<0>(std::move(r.second))};
+    } else if constexpr (std::tuple_size_v<Grads> == 1) {
+      return std::get<0>(std::move(r.second));
+    } else {
+      return std::move(r.second);
     }
   }
-  // The gradients of a result, as a tuple of references.
-  template <class R>
+  // The gradients of a result, as a tuple of references; its value, where it has one.
+  template <int Form, class R>
   static auto gradients_of(R& r) {
-    if constexpr (requires { std::tuple_size<decltype(r.second)>::value; }) {
-      return std::apply([](auto&... g) { return std::tie(g...); }, r.second);
+    auto& g = [&]() -> auto& {
+      if constexpr (Form == gradients_only) {
+        return r;
+      } else {
+        return r.second;
+      }
+    }();
+    if constexpr (requires { std::tuple_size<std::remove_cvref_t<decltype(g)>>::value; }) {
+      return std::apply([](auto&... x) { return std::tie(x...); }, g);
     } else {
-      return std::tie(r.second);
+      return std::tie(g);
     }
+  }
+  template <int Form, class R, class T>
+  static void set_value(R& r, T value) {
+    if constexpr (Form != gradients_only) r.first = value;
   }
 
  private:
@@ -333,9 +180,15 @@ struct evaluator<xtensor_family> {
   }
 
   // One SIMD loop: forward and reverse sweep of the summed elementwise expression per pack.
-  template <bool Bare, std::size_t... I, class E, class... A>
+  template <int Form, std::size_t... I, class E, class... A>
   static auto fused(const E& e, const A&... args) {
     using T = std::common_type_t<typename value_of<A>::type...>;
+    T value{};
+    return fused_total<Form, I...>(e, value, args...);
+  }
+  // The same, with the sum's (or product's) value also in `total`.
+  template <int Form, std::size_t... I, class E, class T, class... A>
+  static auto fused_total(const E& e, T& total, const A&... args) {
     static_assert(std::is_floating_point_v<T>, "metagrad: arrays must hold float or double");
     using Args = std::tuple<A...>;
     constexpr std::size_t K = sizeof...(A);
@@ -349,20 +202,19 @@ struct evaluator<xtensor_family> {
     // contiguous row-major arrays of T are read in place; anything else is copied once
     std::tuple<std::conditional_t<XtExpr<A>, xt::xarray<T>, char>...> copies;
     const auto data = [&]<std::size_t... k, std::size_t... h>(std::index_sequence<k...>,
-                                                             std::index_sequence<h...>) {
-      return std::tuple{region_source<T>(args, dims_of(args), std::get<k>(copies))...,
-                        static_cast<T>(scalar_value(typename type_at<h, Hoisted>::type{}, numbers))...};
+                                                              std::index_sequence<h...>) {
+      return std::tuple{
+          region_source<T>(args, dims_of(args), std::get<k>(copies))...,
+          static_cast<T>(scalar_value(typename type_at<h, Hoisted>::type{}, numbers))...};
     }
     (std::index_sequence_for<A...>{}, std::make_index_sequence<H>{});
     std::size_t n = 0;
     ((n = arg_size(args, n)), ...);
 
-    // the result, built in place (Bare: one gradient, not a tuple of one)
+    // the result, built in place
     using Grads = std::tuple<decltype(make_out<T>(std::get<I>(std::forward_as_tuple(args...))))...>;
-    using Result = std::conditional_t<Bare, std::pair<T, std::tuple_element_t<0, Grads>>,
-                                      std::pair<T, Grads>>;
-    Result result{};
-    auto grads_out = gradients_of(result);
+    result_t<Form, T, Grads> result{};
+    auto grads_out = gradients_of<Form>(result);
     [&]<std::size_t... j>(std::index_sequence<j...>) {
       (shape_like<T>(std::get<j>(grads_out), std::get<I>(std::forward_as_tuple(args...))), ...);
     }
@@ -373,7 +225,6 @@ struct evaluator<xtensor_family> {
           std::tuple{(void(h), sum_sink<T>{})...});
     }
     (std::make_index_sequence<H>{});
-    T total{};
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(e.op)>, prod_op>) {
       prod_sink<T> product;
       std::tuple<> none;
@@ -381,7 +232,9 @@ struct evaluator<xtensor_family> {
       total = product.total();
       // a zero factor (or a product that underflows or overflows): the general path's rules
       if (!(total != T(0)) || !std::isfinite(total)) {
-        result = as_result<Bare>(general<I...>(e, args...));
+        auto r = general<I...>(e, args...);
+        total = r.first;
+        result = as_result<Form>(std::move(r));
         return result;
       }
       no_sink ignored;
@@ -413,15 +266,15 @@ struct evaluator<xtensor_family> {
       }
     }
     (std::index_sequence_for<decltype(I)...>{});
-    result.first = total;
+    set_value<Form>(result, total);
     return result;
   }
 
   // A hoisted subexpression's value, from the number arguments.
   template <class X, class Numbers>
   static auto scalar_value(const X& x, const Numbers& numbers) {
-    using V = typename sweep_types<X, Numbers, plain_policy, int>::template val_t<
-        plan_v<X>.nslots - 1>;
+    using V =
+        typename sweep_types<X, Numbers, plain_policy, int>::template val_t<plan_v<X>.nslots - 1>;
     sweep<X, Numbers, plain_policy, V> s(x, numbers);
     s.forward();
     return s.result();
@@ -429,8 +282,8 @@ struct evaluator<xtensor_family> {
   // grads_out[j] += adjoint * d x / d(argument I_j), for the number arguments among I...
   template <std::size_t... I, class G, class X, class Numbers, class T>
   static void add_hoisted(G& grads_out, const X& x, const Numbers& numbers, T adjoint) {
-    using V = typename sweep_types<X, Numbers, plain_policy, int>::template val_t<
-        plan_v<X>.nslots - 1>;
+    using V =
+        typename sweep_types<X, Numbers, plain_policy, int>::template val_t<plan_v<X>.nslots - 1>;
     sweep<X, Numbers, plain_policy, V> s(x, numbers);
     s.forward();
     s.backward(V(adjoint));
@@ -448,19 +301,20 @@ struct evaluator<xtensor_family> {
   }
 
   // See Note [Scalar epilogue]: the fused loop for the sum s, then outer's sweep on numbers.
-  template <bool Bare, std::size_t... I, class E, class S, class... A>
+  template <int Form, std::size_t... I, class E, class S, class... A>
   static auto fused_epilogue(const E& e, const S& s, const A&... args) {
     using T = std::common_type_t<typename value_of<A>::type...>;
     constexpr std::size_t N = sizeof...(A);
-    auto result = fused<Bare, I...>(s, args...);
-    const T sum_value = result.first;
-    auto grads = gradients_of(result);
+    T sum_value{};
+    auto result = fused_total<Form, I...>(s, sum_value, args...);
+    auto grads = gradients_of<Form>(result);
     const auto outer = epilogue_outer<std::tuple<A...>, N>(e);
     using O = std::remove_cvref_t<decltype(outer)>;
     // outer reads the number arguments and the sum; an array argument's place holds a 0
     using Args = tuple<std::conditional_t<std::is_arithmetic_v<A>, A, T>..., T>;
     const Args a{{number_or_zero<T>(args)}..., {sum_value}};
-    using V = typename sweep_types<O, Args, plain_policy, int>::template val_t<plan_v<O>.nslots - 1>;
+    using V =
+        typename sweep_types<O, Args, plain_policy, int>::template val_t<plan_v<O>.nslots - 1>;
     sweep<O, Args, plain_policy, V> sweep_outer(outer, a);
     sweep_outer.forward();
     sweep_outer.backward(V(1));
@@ -471,7 +325,7 @@ struct evaluator<xtensor_family> {
        ...);
     }
     (std::make_index_sequence<sizeof...(I)>{});
-    result.first = static_cast<T>(sweep_outer.result());
+    set_value<Form>(result, static_cast<T>(sweep_outer.result()));
     return result;
   }
   template <class T, class A>

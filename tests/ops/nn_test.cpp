@@ -30,7 +30,6 @@ TEST(Nn, CrossEntropyOneSample) {
 
 MG_TEST_ON_EACH_DEVICE(NnSemantics);
 
-
 TEST_P(NnSemantics, CrossEntropyValuesAndErrors) {
   const mg::device dev = GetParam();
   const tensor logits = mg::zeros({2, 3}, {.dtype = mg::f64, .device = dev});
@@ -66,5 +65,6 @@ TEST_P(NnSemantics, Values) {
   EXPECT_NEAR(s(0, 2), e * e / z, 1e-15);
   EXPECT_NEAR(s(1, 1), 1.0 / 3, 1e-15);  // stable: no overflow at 1000
   EXPECT_NEAR(mg::log_softmax(x, 1).to_xtensor<double>()(0, 0), -std::log(z), 1e-14);
-  EXPECT_DOUBLE_EQ(mg::mse_loss(tensor{1.0, 2.0}.to(dev), tensor{0.0, 4.0}.to(dev)).item<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(mg::mse_loss(tensor{1.0, 2.0}.to(dev), tensor{0.0, 4.0}.to(dev)).item<double>(),
+                   2.5);
 }

@@ -90,9 +90,10 @@ TEST_P(ReductionSemantics, TiesShareTheGradient) {
             (xt::xarray<double>{0.0, 0.5, 0.5}));
   EXPECT_EQ(grad_of(dev, tensor{-1.0, 2.0, -1.0}, [](const tensor& x) { return mg::min(x); }),
             (xt::xarray<double>{0.5, 0.0, 0.5}));
-  EXPECT_EQ(grad_of(dev, tensor{1.0, 2.0, 2.0},
-                    [](const tensor& x) { return mg::maximum(x, tensor(2.0).to(x.device())).sum(); }),
-            (xt::xarray<double>{0.0, 0.5, 0.5}));
+  EXPECT_EQ(
+      grad_of(dev, tensor{1.0, 2.0, 2.0},
+              [](const tensor& x) { return mg::maximum(x, tensor(2.0).to(x.device())).sum(); }),
+      (xt::xarray<double>{0.0, 0.5, 0.5}));
 }
 
 TEST_P(ReductionSemantics, TiesAlongADimGoToTheFirst) {

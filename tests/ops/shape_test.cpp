@@ -114,7 +114,6 @@ TEST(Linalg, Outer) {
 
 MG_TEST_ON_EACH_DEVICE(IndexingOnEveryBackend);
 
-
 // The same semantics on every backend (this file is compiled into the Thrust binaries too): views
 // share storage, index_select accumulates, cat joins, in-place ops are recorded, i64 and bool
 // tensors keep their dtypes.

@@ -86,7 +86,8 @@ void expect_fused_matches_general(const F& f, const xt::xarray<double>& x, N... 
   [&]<std::size_t... k>(std::index_sequence<k...>) {
     (
         [&] {
-          EXPECT_NEAR(std::get<k + 1>(g), std::get<k + 2>(gg), 1e-10 * std::fabs(std::get<k + 2>(gg)))
+          EXPECT_NEAR(std::get<k + 1>(g), std::get<k + 2>(gg),
+                      1e-10 * std::fabs(std::get<k + 2>(gg)))
               << "number argument " << k;
         }(),
         ...);
@@ -159,10 +160,41 @@ TEST(StaticXtensorFusion, Product) {
   EXPECT_EQ(g2, (xt::xarray<double>{0.0, 0.0, 0.0}));
 }
 
+TEST(StaticXtensorFusion, ResultsInTheArgumentsTypes) {
+  // the fused forms build mg::grad's and mg::value_and_grad's results in place: each gradient in
+  // its argument's type (xtensor_fixed: no allocation, no copy), one bare, several in a tuple
+  using fixed = xt::xtensor_fixed<double, xt::xshape<5>>;
+  const fixed x{0.5, 1.0, 1.5, 2.0, 2.5}, y{1.0, -1.0, 2.0, 0.5, 3.0};
+  const auto lse = [](auto a) { return log(sum(exp(a))); };
+  const auto dot = [](auto a, auto b) { return sum(a * b); };
+  const auto product = [](auto a, auto s) { return prod(a * s); };
+  const fixed g = mg::grad(lse)(x);
+  const auto [v, g2] = mg::value_and_grad(lse)(x);
+  static_assert(std::is_same_v<decltype(mg::grad(lse)(x)), fixed>);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(g2)>, fixed>);
+  const double total = xt::sum(xt::exp(x))();
+  EXPECT_NEAR(v, std::log(total), 1e-14);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_NEAR(g(i), std::exp(x(i)) / total, 1e-15);
+    EXPECT_EQ(g2(i), g(i));
+  }
+  const auto [ga, gb] = mg::grad(dot)(x, y);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(ga)>, fixed>);
+  EXPECT_EQ(ga, y);
+  EXPECT_EQ(gb, x);
+  const auto [p, gp] = mg::value_and_grad<1>(product)(x, 2.0);  // d/ds prod(2x) = 5 prod / s
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(gp)>, double>);
+  EXPECT_NEAR(gp, 5 * p / 2.0, 1e-12 * p);
+  const auto [gx, gs] = mg::grad(product)(x, 2.0);
+  EXPECT_NEAR(gx(1), p / x(1), 1e-12 * p);
+  EXPECT_NEAR(gs, gp, 1e-12 * p);
+}
+
 TEST(StaticXtensorFusion, SumOfNumbersOnlyIsNotMultipliedByTheArraySize) {
   // the sum of a 0-d value is that value, whatever the size of the unused array argument
   const auto x = randn({37}, 24);
-  auto [v, g] = mg::value_and_grad([](auto a, auto s) { return sum(s * s) + 0.0 * sum(a); })(x, 3.0);
+  auto [v, g] =
+      mg::value_and_grad([](auto a, auto s) { return sum(s * s) + 0.0 * sum(a); })(x, 3.0);
   EXPECT_DOUBLE_EQ(v, 9.0);
   EXPECT_DOUBLE_EQ(std::get<1>(g), 6.0);
   auto [v2, g2] = mg::value_and_grad([](auto, auto s) { return sum(s * s); })(x, 3.0);

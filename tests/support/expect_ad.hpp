@@ -72,9 +72,9 @@ class on_each_device : public ::testing::TestWithParam<mg::device> {};
 inline std::string device_param_name(const ::testing::TestParamInfo<mg::device>& info) {
   return info.param == mg::device::cpu ? "cpu" : "cuda";
 }
-#define MG_TEST_ON_EACH_DEVICE(suite)                                                        \
-  class suite : public ::mg_test::on_each_device {};                                         \
-  INSTANTIATE_TEST_SUITE_P(On, suite, ::testing::ValuesIn(::mg_test::test_devices()),         \
+#define MG_TEST_ON_EACH_DEVICE(suite)                                                 \
+  class suite : public ::mg_test::on_each_device {};                                  \
+  INSTANTIATE_TEST_SUITE_P(On, suite, ::testing::ValuesIn(::mg_test::test_devices()), \
                            ::mg_test::device_param_name)
 
 struct ad_options {
