@@ -159,6 +159,12 @@ struct grad_transform {
 
   template <class... A>
   constexpr auto operator()(const A&... args) const {
+    return run<true>(args...);
+  }
+
+  // ValueToo: {value, gradient(s)} (mg::value_and_grad); else the gradient(s) alone (mg::grad).
+  template <bool ValueToo, class... A>
+  constexpr auto run(const A&... args) const {
     using Family = typename refine_family<evaluator_family_t<A...>, F, sizeof...(A)>::type;
     static_assert(!std::is_void_v<Family>,
                   "metagrad: grad takes floating-point numbers, xtensor containers or mg::tensor "
@@ -168,14 +174,20 @@ struct grad_transform {
                   "family) to differentiate with these arguments");
     static_assert(((I < sizeof...(A)) && ...),
                   "metagrad: grad<I...> names an argument index the call does not have");
-    // an evaluator that builds mg::value_and_grad's result in place says so (xtensor.hpp)
+    // an evaluator that builds the final results in place says so (xtensor.hpp): no copy of them
     constexpr bool in_place = requires { evaluator<Family>::builds_final_result; };
     return [&]<std::size_t... J>(std::index_sequence<J...>) {
-      if constexpr (in_place) {
+      if constexpr (in_place && ValueToo) {
         return evaluator<Family>::template value_and_grad_final<J...>(f, args...);
+      } else if constexpr (in_place) {
+        return evaluator<Family>::template grad_final<J...>(f, args...);
       } else {
         auto [v, g] = evaluator<Family>::template value_and_grad<J...>(f, args...);
-        return std::pair{std::move(v), bare_or_tuple(std::move(g))};
+        if constexpr (ValueToo) {
+          return std::pair{std::move(v), bare_or_tuple(std::move(g))};
+        } else {
+          return bare_or_tuple(std::move(g));
+        }
       }
     }
     (std::conditional_t<sizeof...(I) == 0, std::index_sequence_for<A...>,
@@ -239,20 +251,7 @@ struct grad_only {
   grad_transform<F, I...> inner;
   template <class... A>
   constexpr auto operator()(const A&... args) const {
-    using Family = typename refine_family<evaluator_family_t<A...>, F, sizeof...(A)>::type;
-    // an evaluator that builds the gradients in place says so (xtensor.hpp): no copy of them
-    constexpr bool in_place = requires { evaluator<Family>::builds_final_result; };
-    if constexpr (in_place) {
-      static_assert(((I < sizeof...(A)) && ...),
-                    "metagrad: grad<I...> names an argument index the call does not have");
-      return [&]<std::size_t... J>(std::index_sequence<J...>) {
-        return evaluator<Family>::template grad_final<J...>(inner.f, args...);
-      }
-      (std::conditional_t<sizeof...(I) == 0, std::index_sequence_for<A...>,
-                          std::index_sequence<I...>>{});
-    } else {
-      return inner(args...).second;
-    }
+    return inner.template run<false>(args...);
   }
 };
 

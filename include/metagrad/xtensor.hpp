@@ -126,7 +126,7 @@ struct evaluator<xtensor_family> {
   template <int Form, class R>
   static auto as_result(R&& r) {
     using Grads = std::remove_cvref_t<decltype(r.second)>;
-    if constexpr (Form == pair_of_tuple || (Form == pair_final && std::tuple_size_v<Grads> > 1)) {
+    if constexpr (Form == pair_of_tuple || (Form == pair_final && std::tuple_size_v < Grads >> 1)) {
       return std::move(r);
     } else if constexpr (Form == pair_final) {
       return std::pair{r.first, std::get<0>(std::move(r.second))};
@@ -145,7 +145,8 @@ struct evaluator<xtensor_family> {
       } else {
         return r.second;
       }
-    }();
+    }
+    ();
     if constexpr (requires { std::tuple_size<std::remove_cvref_t<decltype(g)>>::value; }) {
       return std::apply([](auto&... x) { return std::tie(x...); }, g);
     } else {
@@ -158,25 +159,25 @@ struct evaluator<xtensor_family> {
   }
 
  private:
-  // Do all array arguments have the first array argument's shape?
+  // Do all array arguments have the first array argument's shape? (No allocation: this runs on
+  // every call that may take a fused loop.)
   template <class... A>
   static bool same_shapes(const A&... args) {
-    bool ok = true;
-    std::vector<std::size_t> ref;
-    bool have = false;
-    auto cmp = [&](const auto& a) {
+    constexpr std::size_t first = [] {
+      const bool array[] = {XtExpr<A>...};
+      std::size_t k = 0;
+      while (!array[k]) ++k;
+      return k;
+    }();
+    const auto& f = std::get<first>(std::forward_as_tuple(args...));
+    const auto same = [&f](const auto& a) {
       if constexpr (XtExpr<decltype(a)>) {
-        std::vector<std::size_t> s(a.shape().begin(), a.shape().end());
-        if (!have) {
-          ref = std::move(s);
-          have = true;
-        } else if (s != ref) {
-          ok = false;
-        }
+        return std::equal(a.shape().begin(), a.shape().end(), f.shape().begin(), f.shape().end());
+      } else {
+        return true;
       }
     };
-    (cmp(args), ...);
-    return ok;
+    return (same(args) && ...);
   }
 
   // One SIMD loop: forward and reverse sweep of the summed elementwise expression per pack.
@@ -199,13 +200,20 @@ struct evaluator<xtensor_family> {
     // the number arguments, as the hoisted subexpressions read them (an array's place holds 0)
     using Numbers = tuple<std::conditional_t<std::is_arithmetic_v<A>, A, T>...>;
     const Numbers numbers{{number_or_zero<T>(args)}...};
+    // one sweep per hoisted subexpression: forward now, backward with its adjoint after the loop
+    const typename as_std_tuple<Hoisted>::type hoisted{};  // stateless: the types are all of them
+    auto hoisted_sweeps = std::apply(
+        [&](const auto&... x) {
+          return std::tuple{number_sweep<std::remove_cvref_t<decltype(x)>, Numbers>(x, numbers)...};
+        },
+        hoisted);
+    std::apply([](auto&... sw) { (sw.forward(), ...); }, hoisted_sweeps);
     // contiguous row-major arrays of T are read in place; anything else is copied once
     std::tuple<std::conditional_t<XtExpr<A>, xt::xarray<T>, char>...> copies;
     const auto data = [&]<std::size_t... k, std::size_t... h>(std::index_sequence<k...>,
                                                               std::index_sequence<h...>) {
-      return std::tuple{
-          region_source<T>(args, dims_of(args), std::get<k>(copies))...,
-          static_cast<T>(scalar_value(typename type_at<h, Hoisted>::type{}, numbers))...};
+      return std::tuple{region_source<T>(args, args_shape(args), std::get<k>(copies))...,
+                        static_cast<T>(std::get<h>(hoisted_sweeps).result())...};
     }
     (std::index_sequence_for<A...>{}, std::make_index_sequence<H>{});
     std::size_t n = 0;
@@ -258,7 +266,7 @@ struct evaluator<xtensor_family> {
       // and what reaches them through the hoisted subexpressions
       if constexpr (H > 0 && ((std::is_arithmetic_v<std::tuple_element_t<I, Args>>) || ...)) {
         [&]<std::size_t... h>(std::index_sequence<h...>) {
-          (add_hoisted<I...>(grads_out, typename type_at<h, Hoisted>::type{}, numbers,
+          (add_hoisted<I...>(grads_out, std::get<h>(hoisted_sweeps), numbers,
                              std::get<sizeof...(I) + h>(sinks).total()),
            ...);
         }
@@ -270,22 +278,16 @@ struct evaluator<xtensor_family> {
     return result;
   }
 
-  // A hoisted subexpression's value, from the number arguments.
+  // A sweep of an expression over numbers only: a hoisted subexpression, the epilogue's outer.
   template <class X, class Numbers>
-  static auto scalar_value(const X& x, const Numbers& numbers) {
-    using V =
-        typename sweep_types<X, Numbers, plain_policy, int>::template val_t<plan_v<X>.nslots - 1>;
-    sweep<X, Numbers, plain_policy, V> s(x, numbers);
-    s.forward();
-    return s.result();
-  }
-  // grads_out[j] += adjoint * d x / d(argument I_j), for the number arguments among I...
-  template <std::size_t... I, class G, class X, class Numbers, class T>
-  static void add_hoisted(G& grads_out, const X& x, const Numbers& numbers, T adjoint) {
-    using V =
-        typename sweep_types<X, Numbers, plain_policy, int>::template val_t<plan_v<X>.nslots - 1>;
-    sweep<X, Numbers, plain_policy, V> s(x, numbers);
-    s.forward();
+  using number_sweep = sweep<
+      X, Numbers, plain_policy,
+      typename sweep_types<X, Numbers, plain_policy, int>::template val_t<plan_v<X>.nslots - 1>>;
+  // grads_out[j] += adjoint * d x / d(argument I_j) for the number arguments among I..., from
+  // the hoisted subexpression's sweep s (forward already run).
+  template <std::size_t... I, class G, class S, class Numbers, class T>
+  static void add_hoisted(G& grads_out, S& s, const Numbers& numbers, T adjoint) {
+    using V = std::remove_cvref_t<decltype(s.result())>;
     s.backward(V(adjoint));
     [&]<std::size_t... j>(std::index_sequence<j...>) {
       (
@@ -313,9 +315,8 @@ struct evaluator<xtensor_family> {
     // outer reads the number arguments and the sum; an array argument's place holds a 0
     using Args = tuple<std::conditional_t<std::is_arithmetic_v<A>, A, T>..., T>;
     const Args a{{number_or_zero<T>(args)}..., {sum_value}};
-    using V =
-        typename sweep_types<O, Args, plain_policy, int>::template val_t<plan_v<O>.nslots - 1>;
-    sweep<O, Args, plain_policy, V> sweep_outer(outer, a);
+    number_sweep<O, Args> sweep_outer(outer, a);
+    using V = std::remove_cvref_t<decltype(sweep_outer.result())>;
     sweep_outer.forward();
     sweep_outer.backward(V(1));
     const T seed = static_cast<T>(sweep_outer.template gradient<N>(V(1), V(0)));
@@ -358,6 +359,16 @@ struct evaluator<xtensor_family> {
   template <class O, class S>
   static void finish_number(O& o, const S& s) {
     if constexpr (std::is_arithmetic_v<O>) o = static_cast<O>(s.total());
+  }
+
+  // An argument's shape as region_source reads it (a number has none).
+  template <class X>
+  static auto args_shape(const X& x) {
+    if constexpr (XtExpr<X>) {
+      return x.shape();
+    } else {
+      return std::array<std::size_t, 0>{};
+    }
   }
 
   template <class D>

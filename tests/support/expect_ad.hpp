@@ -70,7 +70,7 @@ inline std::vector<mg::device> test_devices() {
 ///   TEST_P(ReductionSemantics, Name) { const mg::device dev = GetParam(); ... }
 class on_each_device : public ::testing::TestWithParam<mg::device> {};
 inline std::string device_param_name(const ::testing::TestParamInfo<mg::device>& info) {
-  return info.param == mg::device::cpu ? "cpu" : "cuda";
+  return mg::detail::device_name(info.param);
 }
 #define MG_TEST_ON_EACH_DEVICE(suite)                                                 \
   class suite : public ::mg_test::on_each_device {};                                  \
@@ -164,7 +164,7 @@ void expect_ad(const F& f, const ad_options& o = {}) {
     if (dev == mg::device::cuda && !o.device) continue;
     for (const mg::dtype dt : {mg::f64, mg::f32}) {
       if (dt == mg::f32 && !o.f32) continue;
-      SCOPED_TRACE(std::string("runtime engine on ") + (dev == mg::device::cpu ? "cpu" : "cuda") +
+      SCOPED_TRACE(std::string("runtime engine on ") + mg::detail::device_name(dev) +
                    (dt == mg::f64 ? ", f64" : ", f32"));
       auto a = arrays;
       a.device = dev;

@@ -44,7 +44,7 @@ using family_of_t = typename family_of_impl<std::remove_cvref_t<T>>::type;
 
 // Two families joined: a number joins anything, equal families stay, an array joins a static-engine
 // expression as one of its constants (data a traced function captured: Note [Captured arrays] in
-// xt_region.hpp), anything else is void.
+// <metagrad/xtensor.hpp>), anything else is void.
 template <class A, class B>
 using join2_t = std::conditional_t<
     std::is_same_v<A, number_family>, B,

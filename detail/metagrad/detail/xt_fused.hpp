@@ -90,6 +90,12 @@ struct hoisted_list<node<div_op, A, B>, Args> {
 template <class E, class Args>
 using hoisted_list_t = typename hoisted_list<E, Args>::type;
 template <class L>
+struct as_std_tuple;
+template <class... T>
+struct as_std_tuple<type_list<T...>> {
+  using type = std::tuple<T...>;
+};
+template <class L>
 inline constexpr std::size_t list_length = 0;
 template <class... T>
 inline constexpr std::size_t list_length<type_list<T...>> = sizeof...(T);
