@@ -51,6 +51,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/xt_algebra.hpp
   detail/metagrad/detail/xt_fused.hpp
   detail/metagrad/detail/xt_region.hpp
+  detail/metagrad/detail/xt_pool.hpp
   # the runtime engine and its backends
   detail/metagrad/detail/anomaly.hpp
   detail/metagrad/detail/backend.hpp

@@ -209,7 +209,7 @@ struct evaluator<xtensor_family> {
         hoisted);
     std::apply([](auto&... sw) { (sw.forward(), ...); }, hoisted_sweeps);
     // contiguous row-major arrays of T are read in place; anything else is copied once
-    std::tuple<std::conditional_t<XtExpr<A>, xt::xarray<T>, char>...> copies;
+    std::tuple<std::conditional_t<XtExpr<A>, work_array<T>, char>...> copies;
     const auto data = [&]<std::size_t... k, std::size_t... h>(std::index_sequence<k...>,
                                                               std::index_sequence<h...>) {
       return std::tuple{region_source<T>(args, args_shape(args), std::get<k>(copies))...,
@@ -414,7 +414,7 @@ struct evaluator<xtensor_family> {
               "grad: the function must return a scalar (a 0-d or one-element array) but "
               "returned shape ",
               shape_string(r.shape()), "; reduce it, e.g. with mg::sum");
-        return xt::xarray<T>(xt::ones<T>(r.shape()));
+        return work_array<T>(xt::ones<T>(r.shape()));
       }
     });
   }
@@ -428,7 +428,7 @@ struct evaluator<xtensor_family> {
     using Args = tuple<const A&...>;
     const Args a{{args}...};
     using T = std::common_type_t<typename value_of<A>::type...>;
-    sweep<E, Args, xt_policy, xt::xarray<T>> s(e, a);
+    sweep<E, Args, xt_policy, work_array<T>> s(e, a);
     s.forward();
     return xt::xarray<T>(s.result());
   }
@@ -450,7 +450,7 @@ struct evaluator<xtensor_family> {
                           " but the function's value has shape ", shape_string(r.shape()),
                           "; pass a cotangent of the value's shape");
                  }
-                 return xt::xarray<T>(seed);
+                 return work_array<T>(seed);
                })
         .second;
   }
@@ -466,7 +466,7 @@ struct evaluator<xtensor_family> {
     using Root =
         typename sweep_types<E, Args, xt_policy, int>::template val_t<plan_v<E>.nslots - 1>;
     using T = std::common_type_t<typename value_of<A>::type...>;
-    using Seed = std::conditional_t<std::is_arithmetic_v<Root>, Root, xt::xarray<T>>;
+    using Seed = std::conditional_t<std::is_arithmetic_v<Root>, Root, work_array<T>>;
     sweep<E, Args, xt_policy, Seed> s(e, a);
     s.forward();
     const auto& r = s.result();
@@ -478,8 +478,21 @@ struct evaluator<xtensor_family> {
       value = r.size() == 1 ? static_cast<T>(*r.begin()) : T(0);
     }
     s.backward(seed);
-    return std::pair{value, std::tuple{to_argument<T>(s.template gradient<I>(seed, unused{}),
-                                                      std::get<I>(args))...}};
+    if constexpr (distinct<I...>()) {  // each argument's adjoint is read once: Note [Handing over]
+      return std::pair{value, std::tuple{to_argument<T>(s.template take_gradient<I>(seed, unused{}),
+                                                        std::get<I>(args))...}};
+    } else {
+      return std::pair{value, std::tuple{to_argument<T>(s.template gradient<I>(seed, unused{}),
+                                                        std::get<I>(args))...}};
+    }
+  }
+  template <std::size_t... I>
+  static constexpr bool distinct() {
+    const std::size_t i[] = {I..., 0};
+    for (std::size_t a = 0; a < sizeof...(I); ++a)
+      for (std::size_t b = a + 1; b < sizeof...(I); ++b)
+        if (i[a] == i[b]) return false;
+    return true;
   }
 
   struct unused {};
@@ -497,6 +510,13 @@ struct evaluator<xtensor_family> {
       auto out = gradient_like<A, T>(a);
       if constexpr (std::is_same_v<G, unused>) {
         out.fill(T(0));
+      } else if constexpr (XtStridedOf<G, T>) {
+        if (g.layout() == xt::layout_type::row_major &&
+            std::equal(g.shape().begin(), g.shape().end(), a.shape().begin(), a.shape().end())) {
+          std::copy(g.data() + g.data_offset(), g.data() + g.data_offset() + g.size(), out.data());
+          return out;
+        }
+        out = reduce_to_shape_of(g, a);
       } else {
         out = reduce_to_shape_of(g, a);
       }

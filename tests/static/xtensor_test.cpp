@@ -2,7 +2,9 @@
 // each op against finite differences, both paths against each other and closed forms,
 // broadcasting, shaped ops, argument types, and the errors.
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -398,4 +400,123 @@ TEST(StaticXtensorRegions, ViewsWithOffsetsAndTransposedOperands) {
   for (std::size_t i = 0; i < wt_copy.size(); ++i)
     EXPECT_NEAR(std::get<1>(g3).flat(i), std::get<1>(g4).flat(i), 1e-13);
   check_xt(layer, rows_copy, wt_copy);
+}
+
+// A matrix and a vector: gemv forward, an outer product and gemv backward (no gemm, no reshape).
+TEST(StaticXtensor, MatrixVectorProducts) {
+  const auto w = randn({5, 4}, 40), x = randn({4}, 41), v = randn({5}, 42);
+  check_xt([](auto p, auto q) { return sum(tanh(matmul(p, q))); }, w, x);
+  check_xt([](auto p, auto q) { return sum(tanh(matmul(q, p))); }, w, v);
+  check_xt([](auto p, auto q, auto r) { return sum(sin(matmul(r, matmul(p, q)))); }, w, x, v);
+  // closed forms: d/dW sum(W x) = 1 x^T, d/dx = W^T 1
+  auto [gw, gx] = mg::grad([](auto p, auto q) { return sum(matmul(p, q)); })(w, x);
+  for (std::size_t i = 0; i < 5; ++i)
+    for (std::size_t j = 0; j < 4; ++j) EXPECT_DOUBLE_EQ(gw(i, j), x(j));
+  for (std::size_t j = 0; j < 4; ++j) EXPECT_NEAR(gx(j), xt::sum(xt::col(w, j))(), 1e-12);
+  // a transposed matrix (column-major: gemv's other op) and a strided vector (a BLAS increment)
+  const auto big = randn({9}, 43);
+  auto every_other = xt::view(big, xt::range(0, 9, 2));  // 5 elements, stride 2
+  const xt::xarray<double> eo_copy = every_other;
+  auto wt = xt::transpose(w);  // (4, 5)
+  const xt::xarray<double> wt_copy = wt;
+  auto f = [](auto p, auto q) { return sum(tanh(matmul(p, q)) * sum(q)); };
+  auto [v1, g1] = mg::value_and_grad(f)(wt, every_other);
+  auto [v2, g2] = mg::value_and_grad(f)(wt_copy, eo_copy);
+  EXPECT_NEAR(v1, v2, 1e-13);
+  for (std::size_t i = 0; i < wt_copy.size(); ++i)
+    EXPECT_NEAR(std::get<0>(g1).flat(i), std::get<0>(g2).flat(i), 1e-13);
+  for (std::size_t i = 0; i < eo_copy.size(); ++i)
+    EXPECT_NEAR(std::get<1>(g1).flat(i), std::get<1>(g2).flat(i), 1e-13);
+  check_xt(f, wt_copy, eo_copy);
+  auto g = [](auto p, auto q) { return sum(exp(matmul(q, p))); };  // (4) x (4, 5)
+  auto [v3, g3] = mg::value_and_grad(g)(wt, x);
+  auto [v4, g4] = mg::value_and_grad(g)(wt_copy, x);
+  EXPECT_NEAR(v3, v4, 1e-12);
+  for (std::size_t i = 0; i < wt_copy.size(); ++i)
+    EXPECT_NEAR(std::get<0>(g3).flat(i), std::get<0>(g4).flat(i), 1e-12);
+  check_xt(g, wt_copy, x);
+  // float: the sgemv binding, against the double result
+  const xt::xtensor<float, 2> wf = w;
+  const xt::xtensor<float, 1> xf = x;
+  auto [vf, gf] =
+      mg::value_and_grad([](auto p, auto q) { return sum(tanh(matmul(p, q))); })(wf, xf);
+  auto [vd, gd] = mg::value_and_grad([](auto p, auto q) { return sum(tanh(matmul(p, q))); })(w, x);
+  EXPECT_NEAR(vf, vd, 1e-5);
+  for (std::size_t i = 0; i < w.size(); ++i)
+    EXPECT_NEAR(std::get<0>(gf).flat(i), std::get<0>(gd).flat(i), 1e-5);
+}
+
+// mg::matmul and mg::outer applied to arrays directly, against loops.
+TEST(StaticXtensor, MatrixVectorValues) {
+  const auto w = randn({3, 4}, 44), x = randn({4}, 45), v = randn({3}, 46);
+  const auto wx = mg::matmul(w, x);
+  const auto vw = mg::matmul(v, w);
+  const auto o = mg::outer(v, x);
+  ASSERT_EQ(wx.shape(), (std::vector<std::size_t>{3}));
+  ASSERT_EQ(vw.shape(), (std::vector<std::size_t>{4}));
+  ASSERT_EQ(o.shape(), (std::vector<std::size_t>{3, 4}));
+  for (std::size_t i = 0; i < 3; ++i) {
+    double s = 0;
+    for (std::size_t j = 0; j < 4; ++j) s += w(i, j) * x(j);
+    EXPECT_NEAR(wx(i), s, 1e-13);
+  }
+  for (std::size_t j = 0; j < 4; ++j) {
+    double s = 0;
+    for (std::size_t i = 0; i < 3; ++i) s += v(i) * w(i, j);
+    EXPECT_NEAR(vw(j), s, 1e-13);
+  }
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 4; ++j) EXPECT_DOUBLE_EQ(o(i, j), v(i) * x(j));
+  // an empty inner dimension gives zeros; an empty result is empty
+  const xt::xarray<double> w0 = xt::zeros<double>({3, 0}), x0 = xt::zeros<double>({0});
+  const auto z = mg::matmul(w0, x0);
+  ASSERT_EQ(z.shape(), (std::vector<std::size_t>{3}));
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(z(i), 0.0);
+  EXPECT_EQ(mg::matmul(xt::xarray<double>(xt::zeros<double>({0, 4})), x).size(), 0u);
+  // mismatched lengths: the matmul error
+  const std::string e = error_of([&] { mg::matmul(w, v); });
+  EXPECT_NE(e.find("matmul"), std::string::npos) << e;
+  EXPECT_NE(e.find("[3,4]"), std::string::npos) << e;
+}
+
+// Note [Handing over]: an argument asked for twice gets its whole gradient both times.
+TEST(StaticXtensor, ArgumentAskedForTwice) {
+  const auto w = randn({3, 4}, 47), x = randn({4}, 48);
+  auto f = [](auto p, auto q) { return sum(tanh(matmul(p, q))); };
+  const auto [g0, g1] = mg::grad<1, 1>(f)(w, x);
+  const auto g = mg::grad<1>(f)(w, x);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_DOUBLE_EQ(g0(i), g(i));
+    EXPECT_DOUBLE_EQ(g1(i), g(i));
+  }
+}
+
+// Note [Pooled arrays]: a freed block is handed out again; blocks are aligned for any pack; an
+// array freed on another thread than the one that allocated it is fine.
+TEST(StaticXtensorPool, ReusesAlignedBlocksAcrossThreads) {
+  using mg::detail::pool_allocator;
+  pool_allocator<double> a;
+  double* p = a.allocate(100);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+  for (int i = 0; i < 100; ++i) p[i] = i;
+  a.deallocate(p, 100);
+  double* q = a.allocate(120);  // the same size class (1 KiB)
+#if !defined(__SANITIZE_ADDRESS__)
+  EXPECT_EQ(p, q);
+#endif
+  a.deallocate(q, 120);
+  mg::detail::work_array<double> moved;
+  std::thread t([&] {
+    mg::detail::work_array<double> w = xt::ones<double>({1000});
+    moved = std::move(w);
+  });
+  t.join();
+  EXPECT_EQ(moved.size(), 1000u);
+  EXPECT_EQ(xt::sum(moved)(), 1000.0);
+  moved = mg::detail::work_array<double>();  // freed here, into this thread's lists
+  // large blocks bypass the pool, and still round-trip
+  pool_allocator<float> f;
+  float* big = f.allocate(std::size_t{3} << 20);  // 12 MiB
+  big[(std::size_t{3} << 20) - 1] = 1.0f;
+  f.deallocate(big, std::size_t{3} << 20);
 }

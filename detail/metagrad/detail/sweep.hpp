@@ -45,14 +45,20 @@ struct no_value {};
 // returned mg::no_grad for that input (the condition of where). Adjoints are sums of adj_term,
 // for which no_grad is the identity; an adjoint that is nothing but no_grad makes the node's
 // backward skip, and an argument's gradient zero.
-template <std::size_t k, class B>
-MG_HD MG_INLINE constexpr decltype(auto) contribution(const B& b) {  // a reference: no copy
+// A reference, no copy: an rvalue when the sweep hands the component over (Note [Handing over]).
+template <std::size_t k, class BRef>
+MG_HD MG_INLINE constexpr decltype(auto) contribution(BRef&& b) {
+  using B = std::remove_cvref_t<BRef>;
   if constexpr (std::is_same_v<B, no_value>) {
     return no_grad{};
   } else if constexpr (std::is_same_v<component_t<k, B>, no_grad>) {
     return no_grad{};
-  } else {
+  } else if constexpr (std::is_lvalue_reference_v<BRef>) {
     return component<k>(b);
+  } else if constexpr (is_grads_v<B>) {
+    return std::move(get<k>(b));
+  } else {
+    return std::move(b);
   }
 }
 
@@ -76,11 +82,11 @@ MG_HD MG_INLINE constexpr auto operator+(adj_term<A>&& a, adj_term<B>&& b) {
 }
 
 template <class Policy, class C, class X>
-MG_HD MG_INLINE constexpr auto reduce_term(const C& c, const X& x) {
-  if constexpr (std::is_same_v<C, no_grad>) {
+MG_HD MG_INLINE constexpr auto reduce_term(C&& c, const X& x) {
+  if constexpr (std::is_same_v<std::remove_cvref_t<C>, no_grad>) {
     return adj_term<no_grad>{};
   } else {
-    return make_term(Policy::reduce_like(c, x));
+    return make_term(Policy::reduce_like(std::forward<C>(c), x));
   }
 }
 
@@ -266,18 +272,19 @@ class sweep {
   // The adjoint of slot s: the seed at the root, else the sum of what its uses sent.
   template <std::size_t s>
   MG_HD MG_INLINE constexpr auto adjoint(const Seed& seed) const {
-    if constexpr (s == N - 1) {
-      return seed;
-    } else {
-      return [&]<std::size_t... u>(std::index_sequence<u...>) {
-        return (reduce_term<Policy>(contribution<plan_v<E>.use_k[plan_v<E>.use_begin[s] + u]>(
-                                        at<plan_v<E>.use_p[plan_v<E>.use_begin[s] + u]>(bwds_)),
-                                    value<s>()) +
-                ...)
-            .v;
-      }
-      (std::make_index_sequence<plan_v<E>.use_begin[s + 1] - plan_v<E>.use_begin[s]>{});
-    }
+    return adjoint_of<s>(*this, seed);
+  }
+  // Note [Handing over]: the same, taking what the uses sent (moved, not copied). Each use's
+  // contribution is read by exactly one adjoint, so a slot's adjoint taken in the reverse sweep
+  // (step) leaves nothing another reads. An argument's may be asked for twice (grad<0, 0>) and
+  // is taken only where the caller knows it is asked once.
+  template <std::size_t s>
+  MG_HD MG_INLINE constexpr auto take_adjoint(const Seed& seed) {
+    return adjoint_of<s>(*this, seed);
+  }
+  template <std::size_t I, class Zero>
+  MG_HD MG_INLINE constexpr auto take_gradient(const Seed& seed, const Zero& zero) {
+    return gradient_of<I>(*this, seed, zero);
   }
 
   // Note [Forward mode from the local derivatives]: after forward(), the directional derivative
@@ -296,17 +303,49 @@ class sweep {
   // d result / d argument I, or `zero` when the expression does not use argument I.
   template <std::size_t I, class Zero>
   MG_HD MG_INLINE constexpr auto gradient(const Seed& seed, const Zero& zero) const {
+    return gradient_of<I>(*this, seed, zero);
+  }
+
+ private:
+  // Self is const (the contributions are copied) or not (they are handed over).
+  template <std::size_t s, class Self>
+  MG_HD MG_INLINE static constexpr auto adjoint_of(Self& self, const Seed& seed) {
+    if constexpr (s == N - 1) {
+      return seed;
+    } else {
+      return [&]<std::size_t... u>(std::index_sequence<u...>) {
+        return (reduce_term<Policy>(
+                    contribution<plan_v<E>.use_k[plan_v<E>.use_begin[s] + u]>(forward_like<Self>(
+                        at<plan_v<E>.use_p[plan_v<E>.use_begin[s] + u]>(self.bwds_))),
+                    self.template value<s>()) +
+                ...)
+            .v;
+      }
+      (std::make_index_sequence<plan_v<E>.use_begin[s + 1] - plan_v<E>.use_begin[s]>{});
+    }
+  }
+  template <std::size_t I, class Self, class Zero>
+  MG_HD MG_INLINE static constexpr auto gradient_of(Self& self, const Seed& seed,
+                                                    const Zero& zero) {
     constexpr std::size_t s = slot_of_arg<E, I>();
     if constexpr (s == N) {
       return zero;
     } else if constexpr (std::is_same_v<typename T::template adj_t<s>, no_grad>) {
       return zero;  // Note [No gradient]
     } else {
-      return adjoint<s>(seed);
+      return adjoint_of<s>(self, seed);
+    }
+  }
+  // x as an lvalue of const when Self is const, else as an rvalue
+  template <class Self, class X>
+  MG_HD MG_INLINE static constexpr decltype(auto) forward_like(X& x) {
+    if constexpr (std::is_const_v<Self>) {
+      return static_cast<const X&>(x);
+    } else {
+      return std::move(x);
     }
   }
 
- private:
   // The op of node slot s: its object's for a stateful node, else a value (an empty op).
   template <std::size_t s>
   MG_HD MG_INLINE constexpr decltype(auto) op_of() const {
@@ -377,7 +416,7 @@ class sweep {
       const auto& op = op_of<p>();
       at<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
         return Policy::keep_bwd(
-            op.backward(value<plan_v<E>.child[p][j]>()..., value<p>(), adjoint<p>(seed)));
+            op.backward(value<plan_v<E>.child[p][j]>()..., value<p>(), take_adjoint<p>(seed)));
       }
       (std::make_index_sequence<plan_v<E>.nchild[p]>{});
     }

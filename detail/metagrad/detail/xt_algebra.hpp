@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -28,6 +29,7 @@
 #include <metagrad/detail/shape_rules.hpp>
 #include <metagrad/detail/sweep.hpp>
 #include <metagrad/detail/type_name.hpp>
+#include <metagrad/detail/xt_pool.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/types.hpp>
@@ -65,7 +67,7 @@ concept XtStridedOf = XtStrided<X> && std::is_same_v<std::remove_cv_t<xt_value_t
 // ('N') or column-major order ('T': a transposed view), else copied once into row-major order.
 template <class T>
 struct xt_gemm_operand {
-  xt::xarray<T, xt::layout_type::row_major> copy;
+  work_array<T> copy;
   const T* data = nullptr;
   char op = 'N';
   int ld = 1;
@@ -97,6 +99,29 @@ struct xt_gemm_operand {
   }
 };
 
+// A 1-D operand as BLAS reads it: in place along its (positive) stride, else copied once.
+template <class T>
+struct xt_vector_operand {
+  work_array<T> copy;
+  const T* data = nullptr;
+  int inc = 1;
+
+  // contiguous: in place only with stride 1
+  template <class X>
+  explicit xt_vector_operand(const X& x, bool contiguous = false) {
+    if constexpr (XtStridedOf<X, T>) {
+      const auto st = static_cast<std::ptrdiff_t>(x.strides()[0]);
+      if ((contiguous ? st == 1 : st > 0) || x.size() <= 1) {
+        data = x.data() + x.data_offset();
+        inc = x.size() <= 1 ? 1 : static_cast<int>(st);
+        return;
+      }
+    }
+    copy = x;
+    data = copy.data();
+  }
+};
+
 // xt_reduce (below) of an expression with strided memory behind it, read along its strides.
 template <class R, class A>
 auto xt_reduce_strided(const A& a, std::uint32_t reduced) {
@@ -114,7 +139,7 @@ auto xt_reduce_strided(const A& a, std::uint32_t reduced) {
   s.numel = static_cast<std::int64_t>(a.size());
   for (int d = 0; d < s.rank; ++d)
     if (!((reduced >> d) & 1u)) kept.push_back(a.shape()[static_cast<std::size_t>(d)]);
-  xt::xarray<T> r = xt::xarray<T>::from_shape(kept);
+  work_array<T> r = work_array<T>::from_shape(kept);
   if (a.size() == 0) {
     r.fill(static_cast<T>(R::template init<T>()));
   } else {
@@ -131,7 +156,7 @@ auto xt_reduce(const X& x, std::uint32_t reduced) {
   if constexpr (XtStridedOf<X, T>) {
     return xt_reduce_strided<R>(x, reduced);
   } else {
-    return xt_reduce_strided<R>(xt::xarray<T>(x), reduced);
+    return xt_reduce_strided<R>(work_array<T>(x), reduced);
   }
 }
 template <class X>
@@ -172,13 +197,18 @@ struct algebra_impl<X> {
   static auto unsqueeze(const auto& g, std::ptrdiff_t axis) {
     using T = xt_value_t<decltype(g)>;
     const std::size_t a = wrap_dim(axis, g.dimension() + 1, "unsqueeze", shape(g));
-    return xt::xarray<T>(xt::expand_dims(g, a));
+    return work_array<T>(xt::expand_dims(g, a));
   }
   static auto broadcast(const auto& x, const shape_t& shape) {
     using T = xt_value_t<decltype(x)>;
     const std::vector<std::size_t> s(shape.begin(), shape.end());
+    if (x.size() == 1 && x.dimension() <= s.size()) {  // a seed or a 0-d gradient: one fill
+      work_array<T> r = work_array<T>::from_shape(s);
+      r.fill(static_cast<T>(*x.begin()));
+      return r;
+    }
     try {
-      return xt::xarray<T>(xt::broadcast(x, s));
+      return work_array<T>(xt::broadcast(x, s));
     } catch (const xt::broadcast_error&) {
       fail("expand: an array of shape ", shape_string(x.shape()), " cannot be expanded to shape ",
            shape_string(shape), " (numpy rules: trailing dimensions must be equal or 1)");
@@ -187,13 +217,13 @@ struct algebra_impl<X> {
   static auto sum_to(const auto& x, const shape_t& shape) {
     using T = xt_value_t<decltype(x)>;
     const std::vector<std::size_t> s(shape.begin(), shape.end());
-    return xt::xarray<T>(reduce_to_shape(x, s));
+    return work_array<T>(reduce_to_shape(x, s));
   }
   static shape_t shape(const auto& x) { return shape_t(x.shape().begin(), x.shape().end()); }
   // x with its last two axes swapped (the identity below 2-D), as on tensors: a materialised
   // array (so `auto t = mg::transpose(f(x))` holds no reference to a temporary)
   static auto transpose(const auto& x) {
-    return xt::xarray<xt_value_t<decltype(x)>>(transpose_view(x));
+    return work_array<xt_value_t<decltype(x)>>(transpose_view(x));
   }
   // ... as a view (no copy), which matmul hands to BLAS as a transposed operand: only for use
   // within the expression that holds x (matmul's backward)
@@ -208,10 +238,39 @@ struct algebra_impl<X> {
     using T = std::common_type_t<xt_value_t<decltype(a)>, xt_value_t<decltype(b)>>;
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                   "metagrad: matmul works on float or double arrays");
+    // a matrix and a vector, shapes checked without allocation (else plan_matmul's message)
+    const std::size_t ra = a.dimension(), rb = b.dimension();
+    if (ra + rb == 3 && ra >= 1 && rb >= 1 && a.shape()[ra - 1] == b.shape()[0]) {
+      const std::size_t rows = ra == 2 ? a.shape()[0] : b.shape()[0],
+                        cols = ra == 2 ? a.shape()[1] : b.shape()[1];
+      work_array<T> c =
+          work_array<T>::from_shape(std::array<std::size_t, 1>{ra == 2 ? rows : cols});
+      if (c.size() == 0) return c;
+      if (rows * cols == 0) {
+        c.fill(T(0));
+        return c;
+      }
+      // Note [Row-major gemm]: M's storage read column-major is (cols, rows) for 'N' and
+      // (rows, cols) for 'T'; A x wants op(storage) = A, x A wants op(storage) = A^T
+      const auto mv = [&](const auto& mat, const auto& vec, bool mat_first) {
+        const xt_gemm_operand<T> M(mat);
+        const xt_vector_operand<T> v(vec);
+        const bool stored_transposed = M.op == 'T';
+        const int r = static_cast<int>(rows), k = static_cast<int>(cols);
+        gemv(mat_first == stored_transposed ? 'N' : 'T', stored_transposed ? r : k,
+             stored_transposed ? k : r, M.data, M.ld, v.data, v.inc, c.data());
+      };
+      if (ra == 2) {
+        mv(a, b, true);
+      } else {
+        mv(b, a, false);
+      }
+      return c;
+    }
     const shape_t sa = shape(a), sb = shape(b);
     const matmul_plan p = plan_matmul(sa, sb, op);
-    xt::xarray<T> c =
-        xt::xarray<T>::from_shape(std::vector<std::size_t>(p.out.begin(), p.out.end()));
+    work_array<T> c =
+        work_array<T>::from_shape(std::vector<std::size_t>(p.out.begin(), p.out.end()));
     if (sa.size() == 2 && sb.size() == 2) {
       const auto m = p.m, k = p.k, n = p.n;
       if (m == 0 || n == 0) return c;
@@ -227,23 +286,36 @@ struct algebra_impl<X> {
     }
     // promote 1-D operands, broadcast the batch dimensions into contiguous copies
     const auto full = [](const auto& x, const shape_t& s, bool vec_rows, const shape_t& to) {
-      xt::xarray<T> v = x;
+      work_array<T> v = x;
       if (s.size() == 1)
         v.reshape(vec_rows ? std::vector<std::size_t>{1, v.size()}
                            : std::vector<std::size_t>{v.size(), 1});
-      return xt::xarray<T>(xt::broadcast(v, std::vector<std::size_t>(to.begin(), to.end())));
+      return work_array<T>(xt::broadcast(v, std::vector<std::size_t>(to.begin(), to.end())));
     };
-    const xt::xarray<T> A = full(a, sa, true, p.a_full), B = full(b, sb, false, p.b_full);
+    const work_array<T> A = full(a, sa, true, p.a_full), B = full(b, sb, false, p.b_full);
     batched_gemm(A.data(), B.data(), c.data(), numel_of(p.batch), p.m, p.k, p.n);
     return c;
   }
+  // the outer product of two 1-D operands (checked by the op)
+  static auto outer(const auto& a, const auto& b) {
+    using T = std::common_type_t<xt_value_t<decltype(a)>, xt_value_t<decltype(b)>>;
+    const std::size_t m = a.size(), n = b.size();
+    work_array<T> c = work_array<T>::from_shape(std::array<std::size_t, 2>{m, n});
+    const xt_vector_operand<T> u(a, true), v(b, true);
+    T* out = c.data();
+    for (std::size_t i = 0; i < m; ++i, out += n) {
+      const T ui = u.data[i];
+      for (std::size_t j = 0; j < n; ++j) out[j] = ui * v.data[j];
+    }
+    return c;
+  }
   static auto reshape(const auto& x, const shape_t& to, const auto&) {
-    xt::xarray<xt_value_t<decltype(x)>> r = x;
+    work_array<xt_value_t<decltype(x)>> r = x;
     r.reshape(std::vector<std::size_t>(to.begin(), to.end()));
     return r;
   }
   static auto permute(const auto& x, const std::vector<std::size_t>& p) {
-    return xt::xarray<xt_value_t<decltype(x)>>(xt::transpose(x, p));
+    return work_array<xt_value_t<decltype(x)>>(xt::transpose(x, p));
   }
   // the strided view of x along d: elements start, start + step, ... (length of them), or the
   // one at start without the dimension (drop)
@@ -258,15 +330,15 @@ struct algebra_impl<X> {
     return xt::strided_view(x, sv);
   }
   static auto slice(const auto& x, const slice_range& r) {
-    const xt::xarray<xt_value_t<decltype(x)>> a = x;
-    return xt::xarray<xt_value_t<decltype(x)>>(strided(a, r, false));
+    const work_array<xt_value_t<decltype(x)>> a = x;
+    return work_array<xt_value_t<decltype(x)>>(strided(a, r, false));
   }
   static auto select(const auto& x, std::size_t d, std::int64_t i) {
-    const xt::xarray<xt_value_t<decltype(x)>> a = x;
-    return xt::xarray<xt_value_t<decltype(x)>>(strided(a, {d, i, 1, 1}, true));
+    const work_array<xt_value_t<decltype(x)>> a = x;
+    return work_array<xt_value_t<decltype(x)>>(strided(a, {d, i, 1, 1}, true));
   }
   static auto embed(const auto& g, const shape_t& shape, const slice_range& r, bool drop) {
-    auto out = xt::xarray<xt_value_t<decltype(g)>>(
+    auto out = work_array<xt_value_t<decltype(g)>>(
         xt::zeros<xt_value_t<decltype(g)>>(std::vector<std::size_t>(shape.begin(), shape.end())));
     auto v = strided(out, r, drop);
     xt::noalias(v) = g;
@@ -274,11 +346,11 @@ struct algebra_impl<X> {
   }
   static auto index_select(const auto& x, std::size_t d, const std::vector<std::int64_t>& idx) {
     using T = xt_value_t<decltype(x)>;
-    const xt::xarray<T> a = x;
+    const work_array<T> a = x;
     std::vector<std::size_t> s(a.shape().begin(), a.shape().end());
-    if (s.empty()) return xt::xarray<T>(xt::broadcast(a, std::vector<std::size_t>{idx.size()}));
+    if (s.empty()) return work_array<T>(xt::broadcast(a, std::vector<std::size_t>{idx.size()}));
     s[d] = idx.size();
-    xt::xarray<T> out = xt::xarray<T>::from_shape(s);
+    work_array<T> out = work_array<T>::from_shape(s);
     for (std::size_t k = 0; k < idx.size(); ++k) {
       auto dst = strided(out, {d, static_cast<std::int64_t>(k), 1, 1}, true);
       xt::noalias(dst) = strided(a, {d, idx[k], 1, 1}, true);
@@ -288,8 +360,8 @@ struct algebra_impl<X> {
   static auto index_add(const auto& g, const shape_t& shape, std::size_t d,
                         const std::vector<std::int64_t>& idx) {
     using T = xt_value_t<decltype(g)>;
-    const xt::xarray<T> a = g;
-    xt::xarray<T> out = xt::zeros<T>(std::vector<std::size_t>(shape.begin(), shape.end()));
+    const work_array<T> a = g;
+    work_array<T> out = xt::zeros<T>(std::vector<std::size_t>(shape.begin(), shape.end()));
     if (shape.empty()) {
       out() = xt::sum(a)();
       return out;
@@ -303,8 +375,8 @@ struct algebra_impl<X> {
   template <class... Y>
   static auto cat(std::size_t d, const shape_t& shape, const Y&... x) {
     using T = std::common_type_t<xt_value_t<Y>...>;
-    xt::xarray<T> out =
-        xt::xarray<T>::from_shape(std::vector<std::size_t>(shape.begin(), shape.end()));
+    work_array<T> out =
+        work_array<T>::from_shape(std::vector<std::size_t>(shape.begin(), shape.end()));
     std::int64_t off = 0;
     const auto put = [&](const auto& xi) {
       const auto n = static_cast<std::int64_t>(xi.shape()[d]);
@@ -320,7 +392,7 @@ struct algebra_impl<X> {
     std::vector<std::size_t> s(x.dimension(), 1);
     const std::size_t n = s.empty() ? 1 : x.shape()[d];
     if (!s.empty()) s[d] = n;
-    xt::xarray<T> r = xt::arange<T>(static_cast<T>(n));
+    work_array<T> r = xt::arange<T>(static_cast<T>(n));
     r.reshape(s);
     return r;
   }
@@ -333,7 +405,7 @@ auto reduce_to_shape(const G& g, const std::vector<std::size_t>& xs) {
   using T = std::remove_cv_t<xt_value_t<G>>;
   const auto& gs = g.shape();
   if (gs.size() == xs.size() && std::equal(gs.begin(), gs.end(), xs.begin()))
-    return xt::xarray<T>(g);
+    return work_array<T>(g);
   if (gs.size() < xs.size())
     fail("sum_to: an array of shape ", shape_string(gs), " cannot be summed to shape ",
          shape_string(xs), " (the target must broadcast to the source)");
@@ -341,7 +413,7 @@ auto reduce_to_shape(const G& g, const std::vector<std::size_t>& xs) {
   std::uint32_t reduced = 0;
   for (std::size_t i = 0; i < gs.size(); ++i)
     if (i < lead || (xs[i - lead] == 1 && gs[i] != 1)) reduced |= 1u << i;
-  xt::xarray<T> r = xt_sum(g, reduced);
+  work_array<T> r = xt_sum(g, reduced);
   r.reshape(xs);
   return r;
 }
@@ -359,7 +431,7 @@ auto reduce_to_shape_of(const G& g, const X& x) {
   } else {
     using T = xt_value_t<X>;
     if constexpr (std::is_arithmetic_v<G>) {
-      return xt::xarray<T>(xt::broadcast(static_cast<T>(g), x.shape()));
+      return work_array<T>(xt::broadcast(static_cast<T>(g), x.shape()));
     } else {
       return reduce_to_shape(g, std::vector<std::size_t>(x.shape().begin(), x.shape().end()));
     }
@@ -378,7 +450,7 @@ struct xt_policy {
   static auto keep(X&& x) {
     if constexpr (XtExpr<X>) {
       try {
-        return xt::xarray<xt_value_t<X>>(std::forward<X>(x));
+        return work_array<xt_value_t<X>>(std::forward<X>(x));
       } catch (const xt::broadcast_error& e) {
         fail(op_name<Op>(), ": the operands' shapes do not broadcast (", e.what(),
              "); make the shapes agree or give the smaller one extent 1 where they differ");
@@ -387,8 +459,16 @@ struct xt_policy {
       return std::remove_cvref_t<X>(std::forward<X>(x));
     }
   }
+  // a gradient the sweep hands over (an rvalue it no longer needs) is moved when it has x's
+  // shape already
   template <class G, class X>
-  static auto reduce_like(const G& g, const X& x) {
+  static auto reduce_like(G&& g, const X& x) {
+    using R = decltype(reduce_to_shape_of(g, x));
+    if constexpr (XtExpr<G> && XtExpr<X> && std::is_same_v<std::remove_cvref_t<G>, R> &&
+                  !std::is_lvalue_reference_v<G> && !std::is_const_v<std::remove_reference_t<G>>) {
+      if (std::equal(g.shape().begin(), g.shape().end(), x.shape().begin(), x.shape().end()))
+        return R(std::move(g));
+    }
     return reduce_to_shape_of(g, x);
   }
   template <class B>

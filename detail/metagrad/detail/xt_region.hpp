@@ -244,7 +244,7 @@ void broadcast_rows(T*& out, const S* in, const dims& shape, const dims& strides
 // copy = x broadcast to `shape`, in row-major order: element by element for a contiguous
 // row-major x (a bias row repeated, say), through xtensor's general assignment otherwise.
 template <class T, class X>
-void broadcast_copy(xt::xarray<T>& copy, const X& x, const dims& shape) {
+void broadcast_copy(work_array<T>& copy, const X& x, const dims& shape) {
   if constexpr (XtStrided<X>) {
     if (x.layout() == xt::layout_type::row_major && x.dimension() <= shape.size() &&
         !shape.empty()) {
@@ -255,7 +255,7 @@ void broadcast_copy(xt::xarray<T>& copy, const X& x, const dims& shape) {
         strides[lead + i] = x.shape()[i] == 1 ? 0 : acc;
         acc *= x.shape()[i];
       }
-      copy = xt::xarray<T>::from_shape(shape);
+      copy = work_array<T>::from_shape(shape);
       T* out = copy.data();
       if (copy.size() > 0) broadcast_rows(out, x.data() + x.data_offset(), shape, strides, 0);
       return;
@@ -342,9 +342,9 @@ struct region_op {
       return scalar_sweep<T, false>(T(0), x...).first;
     } else {
       const dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...});
-      std::tuple<std::conditional_t<XtExpr<X>, xt::xarray<T>, char>...> copies;
+      std::tuple<std::conditional_t<XtExpr<X>, work_array<T>, char>...> copies;
       const auto srcs = sources<T>(shape, copies, x...);
-      xt::xarray<T> out = xt::xarray<T>::from_shape(shape);
+      work_array<T> out = work_array<T>::from_shape(shape);
       store_sink<T> value{out.data()};
       std::tuple<> none;
       element_loop<T, false>(std::index_sequence<>{}, inner, srcs, out.size(), T(0), value, none);
@@ -399,9 +399,9 @@ struct region_op {
     } else {
       dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...});
       shape = broadcast_extents(shape, dims_of(g), "backward");
-      std::tuple<std::conditional_t<XtExpr<X>, xt::xarray<T>, char>...> copies;
+      std::tuple<std::conditional_t<XtExpr<X>, work_array<T>, char>...> copies;
       const auto srcs = sources<T>(shape, copies, x...);
-      xt::xarray<T> seed_copy;
+      work_array<T> seed_copy;
       const auto seed = region_source<T>(g, shape, seed_copy);
       std::size_t n = 1;
       for (auto e : shape) n *= e;
@@ -423,20 +423,20 @@ struct region_op {
   template <class T, class X>
   static auto gradient_holder(const dims& shape) {
     if constexpr (XtExpr<X>) {
-      return xt::xarray<T>::from_shape(shape);
+      return work_array<T>::from_shape(shape);
     } else {
       return T(0);
     }
   }
   template <class T>
-  static store_sink<T> sink_of(xt::xarray<T>& a) {
+  static store_sink<T> sink_of(work_array<T>& a) {
     return {a.data()};
   }
   template <class T>
   requires std::is_arithmetic_v<T>
   static sum_sink<T> sink_of(T&) { return {}; }
   template <class T>
-  static xt::xarray<T> finish(xt::xarray<T>&& a, const store_sink<T>&) {
+  static work_array<T> finish(work_array<T>&& a, const store_sink<T>&) {
     return std::move(a);
   }
   template <class T>

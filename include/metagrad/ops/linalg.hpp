@@ -19,6 +19,9 @@ namespace mg {
 template <class A, class B>
 requires detail::Operands<A, B>
 auto matmul(const A& a, const B& b, call_site site = {});
+template <class A, class B>
+requires detail::Operands<A, B>
+auto outer(const A& a, const B& b, call_site site = {});
 
 namespace detail {
 // x^T for a matrix product within one expression: on xtensor arrays a view (BLAS reads it as a
@@ -61,14 +64,20 @@ struct matmul_op {
     shape_t pg = detail::shape_of(g);  // the result's shape with the promoted dimensions back
     if (vb) pg.push_back(1);
     if (va) pg.insert(pg.end() - 1, 1);
+    // a matrix and a vector: an outer product and a matrix-vector product (gemv on arrays)
+    const bool mat_vec = sa.size() == 2 && vb, vec_mat = va && sb.size() == 2;
     const auto grad_a = [&] {
       if (!va && !vb) return mg::matmul(g, detail::transposed(b));
+      if (mat_vec) return mg::outer(g, b);
+      if (vec_mat) return mg::matmul(b, g);
       const auto B = mg::reshape(b, vb ? shape_t{sb[0], 1} : sb);
       auto ga = mg::matmul(mg::reshape(g, pg), detail::transposed(B));
       return va ? mg::squeeze(ga, -2) : ga;
     };
     const auto grad_b = [&] {
       if (!va && !vb) return mg::matmul(detail::transposed(a), g);
+      if (mat_vec) return mg::matmul(g, a);
+      if (vec_mat) return mg::outer(a, g);
       const auto A = mg::reshape(a, va ? shape_t{1, sa[0]} : sa);
       auto gb = mg::matmul(detail::transposed(A), mg::reshape(g, pg));
       return vb ? mg::squeeze(gb, -1) : gb;
@@ -127,7 +136,11 @@ struct outer_op {
     if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(a)>>)
       detail::check_vectors(a, b, "outer", false);
     using alg = detail::algebra<decltype(a)>;
-    return alg::matmul(alg::unsqueeze(a, 1), alg::unsqueeze(b, 0), "outer");
+    if constexpr (requires { alg::outer(a, b); }) {
+      return alg::outer(a, b);
+    } else {
+      return alg::matmul(alg::unsqueeze(a, 1), alg::unsqueeze(b, 0), "outer");
+    }
   }
   static constexpr std::array<std::uint32_t, 2> gradient_reads{0b10, 0b01};
   // d/da (a b^T) = G b, d/db (a b^T) = G^T a
@@ -143,7 +156,7 @@ struct outer_op {
 };
 template <class A, class B>
 requires detail::Operands<A, B>
-auto outer(const A& a, const B& b, call_site site = {}) {
+auto outer(const A& a, const B& b, call_site site) {
   return detail::call_at(site, outer_op{}, a, b);
 }
 

@@ -1,0 +1,122 @@
+// The arrays the static engine materialises on xtensor (slot values, region outputs, gradients on
+// the general path, results of mg:: ops applied to arrays): xt::xarray with a pooled allocator.
+//
+// Note [Pooled arrays]: one value+gradient of `sum(tanh(W x))` on the general path allocated 40
+// arrays; xt::xarray's aligned allocator goes through posix_memalign, about 600 instructions per
+// allocation and free in glibc, 50,000 of the 105,000 instructions per call. The pool keeps freed
+// blocks per thread, in size classes of powers of two from 64 bytes, and hands them out again: an
+// allocation in steady state is a pop from a list. Blocks above 8 MiB are not cached (there the
+// memory traffic dwarfs malloc), nor beyond 64 MiB cached per thread. A block freed on another
+// thread joins that thread's lists. Under AddressSanitizer nothing is cached, so that a use after
+// free is still caught.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <new>
+
+#include <xtensor/xarray.hpp>
+
+namespace mg::detail {
+
+class block_pool {
+ public:
+  static constexpr std::size_t alignment = 64;  // a cache line; enough for any SIMD pack
+  static constexpr std::size_t min_shift = 6, classes = 18;  // 64 B .. 8 MiB
+  static constexpr std::size_t max_cached_bytes = std::size_t{64} << 20;
+
+  static void* allocate(std::size_t bytes) {
+    const std::size_t c = size_class(bytes);
+    if (c < classes) {
+      lists& l = local();
+      if (void* p = l.head[c]) {
+        l.head[c] = static_cast<free_block*>(p)->next;
+        l.bytes -= class_bytes(c);
+        return p;
+      }
+      return ::operator new (class_bytes(c), std::align_val_t{alignment});
+    }
+    return ::operator new (bytes, std::align_val_t{alignment});
+  }
+
+  static void deallocate(void* p, std::size_t bytes) noexcept {
+    const std::size_t c = size_class(bytes);
+#if !defined(__SANITIZE_ADDRESS__)
+    if (c < classes) {
+      lists& l = local();
+      if (l.live && l.bytes + class_bytes(c) <= max_cached_bytes) {
+        auto* b = static_cast<free_block*>(p);
+        b->next = l.head[c];
+        l.head[c] = b;
+        l.bytes += class_bytes(c);
+        return;
+      }
+    }
+#endif
+    ::operator delete (p, std::align_val_t{alignment});
+  }
+
+ private:
+  struct free_block {
+    free_block* next;
+  };
+  // Trivially destructible, so that it stays usable after the thread's destructors ran (an array
+  // with static storage duration is freed after them): `live` then says to free directly.
+  struct lists {
+    std::array<free_block*, classes> head;
+    std::size_t bytes;
+    bool live;
+  };
+  // Frees the cached blocks when the thread ends.
+  struct reaper {
+    lists* l;
+    ~reaper() {
+      l->live = false;
+      for (auto*& h : l->head)
+        while (h) {
+          free_block* next = h->next;
+          ::operator delete (h, std::align_val_t{alignment});
+          h = next;
+        }
+      l->bytes = 0;
+    }
+  };
+
+  static lists& local() {
+    thread_local lists l{{}, 0, true};
+    thread_local reaper r{&l};
+    (void)r;
+    return l;
+  }
+  static constexpr std::size_t class_bytes(std::size_t c) {
+    return std::size_t{1} << (c + min_shift);
+  }
+  // the smallest class holding `bytes`; classes or more: not pooled
+  static constexpr std::size_t size_class(std::size_t bytes) {
+    const std::size_t w = bytes <= class_bytes(0) ? min_shift : std::bit_width(bytes - 1);
+    return std::min<std::size_t>(w - min_shift, classes);
+  }
+};
+
+/// A standard allocator over block_pool. Stateless: any two compare equal.
+template <class T>
+struct pool_allocator {
+  using value_type = T;
+  pool_allocator() noexcept = default;
+  template <class U>
+  pool_allocator(const pool_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return static_cast<T*>(block_pool::allocate(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { block_pool::deallocate(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const pool_allocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+/// The static engine's working array: See Note [Pooled arrays].
+template <class T>
+using work_array = xt::xarray<T, xt::layout_type::row_major, pool_allocator<T>>;
+
+}  // namespace mg::detail
