@@ -467,7 +467,7 @@ struct evaluator<xtensor_family> {
         typename sweep_types<E, Args, xt_policy, int>::template val_t<plan_v<E>.nslots - 1>;
     using T = std::common_type_t<typename value_of<A>::type...>;
     using Seed = std::conditional_t<std::is_arithmetic_v<Root>, Root, work_array<T>>;
-    sweep<E, Args, xt_policy, Seed> s(e, a);
+    sweep<E, Args, xt_policy, Seed, wanted_args<I...>> s(e, a);
     s.forward();
     const auto& r = s.result();
     const Seed seed = seed_of(r);

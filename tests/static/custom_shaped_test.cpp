@@ -2,7 +2,9 @@
 // user writes with xtensor's functions, a reduction (prod) and a matrix-vector product, get
 // their arguments as xtensor arrays (the output and its gradient as a number for a reduction,
 // as an array otherwise), and their gradients are checked against central differences.
+#include <array>
 #include <cmath>
+#include <cstdint>
 
 #include <gtest/gtest.h>
 #include <xtensor/xfixed.hpp>
@@ -50,7 +52,54 @@ struct matvec_op {
     return mg::grads{da, dx};
   }
 };
+
+// The same product, declaring what each gradient reads (Note [Wanted gradients] in
+// detail/sweep.hpp): dA reads x, dx reads A. A value that no wanted gradient reads arrives as a
+// stand-in with its shape only, and gradient_reading skips the gradients that read it; the
+// counters say which ran.
+int computed_da = 0, computed_dx = 0;
+struct counted_matvec_op {
+  static constexpr const char* name = "counted_matvec";
+  static constexpr bool elementwise = false;
+  static constexpr std::size_t arity = 2;
+  static constexpr std::array<std::uint32_t, 2> gradient_reads{0b10, 0b01};
+  static auto forward(const auto& a, const auto& x) { return matvec_op::forward(a, x); }
+  static auto backward(const auto& a, const auto& x, const auto&, const auto& g) {
+    auto da = mg::detail::gradient_reading(x, [&] {
+      ++computed_da;
+      return xt::xarray<double>(xt::view(g, xt::all(), xt::newaxis()) *
+                                xt::view(x, xt::newaxis(), xt::all()));
+    });
+    auto dx = mg::detail::gradient_reading(a, [&] {
+      ++computed_dx;
+      return xt::xarray<double>(xt::sum(a * xt::view(g, xt::all(), xt::newaxis()), {0}));
+    });
+    return mg::grads{da, dx};
+  }
+};
 }  // namespace
+
+TEST(StaticCustomShaped, OnlyWantedGradientsAreComputed) {
+  const xt::xtensor<double, 2> a = {{0.5, -1.0, 2.0}, {1.5, 0.25, -0.75}};
+  const xt::xtensor<double, 1> x = {0.3, -0.8, 1.1};
+  auto f = [](auto p, auto q) { return sum(sin(mg::apply<counted_matvec_op>(p, q))); };
+  auto g = [](auto p, auto q) { return sum(sin(mg::apply<matvec_op>(p, q))); };
+  const auto [ga, gx] = mg::grad(g)(a, x);
+  computed_da = computed_dx = 0;
+  const auto only_x = mg::grad<1>(f)(a, x);
+  EXPECT_EQ(computed_da, 0);
+  EXPECT_EQ(computed_dx, 1);
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(only_x(i), gx(i), 1e-15);
+  computed_da = computed_dx = 0;
+  const auto only_a = mg::grad<0>(f)(a, x);
+  EXPECT_EQ(computed_da, 1);
+  EXPECT_EQ(computed_dx, 0);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(only_a.flat(i), ga.flat(i), 1e-15);
+  computed_da = computed_dx = 0;
+  mg_test::check_xt(f, xt::xarray<double>(a), xt::xarray<double>(x));
+  EXPECT_GE(computed_da, 1);
+  EXPECT_GE(computed_dx, 1);
+}
 
 TEST(StaticCustomShaped, ProdOfAnArray) {
   const xt::xtensor<double, 1> x = {0.5, 1.5, -2.0, 0.9};

@@ -90,11 +90,17 @@ concept ZeroD =
 
 // For the backward of an op that declares `gradient_reads` (Note [What a node saves]): does x
 // hold elements? The runtime engine passes a value that no wanted gradient reads as a tensor that
-// only describes its shape; the gradients that read it are not wanted. Other evaluators pass
-// every value.
+// only describes its shape; the gradients that read it are not wanted. The static engine on
+// arrays passes an array of zeros of a shape_only_v type; others pass every value.
+// A value that only describes a shape, in the static engine on arrays: Note [Wanted gradients]
+// in sweep.hpp (specialised in xt_algebra.hpp).
+template <class X>
+inline constexpr bool shape_only_v = false;
 template <class X>
 bool holds_elements(const X& x) {
-  if constexpr (std::is_same_v<family_of_t<X>, tensor_family>) {
+  if constexpr (shape_only_v<X>) {
+    return false;
+  } else if constexpr (std::is_same_v<family_of_t<X>, tensor_family>) {
     return x.impl()->store->nbytes != 0 || x.numel() == 0;
   } else {
     return true;

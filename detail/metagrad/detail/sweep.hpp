@@ -10,7 +10,9 @@
 // to an input's shape.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -129,11 +131,78 @@ MG_HD MG_INLINE constexpr const auto& constant_ref(const T& v) {
   }
 }
 
-template <class E, class Args, class Policy, class Seed>
+// Note [Wanted gradients]: the arguments whose gradients a sweep is asked for: all of them, or
+// wanted_args<I...>. A slot is wanted when a wanted argument lies below it; any other slot's
+// adjoint is nothing (Note [No gradient]), so its backward never runs. An op that declares
+// `gradient_reads` (Note [What a node saves]) gets, in place of a value that no wanted gradient
+// reads, the policy's stand-in for it (Policy::unread, where the policy has one: an array that
+// has only a shape), and skips the gradients that read it (detail::gradient_reading): matmul
+// computes no gradient for its data operand.
+struct all_args {
+  static constexpr bool has(std::size_t) { return true; }
+};
+template <std::size_t... I>
+struct wanted_args {
+  static constexpr bool has(std::size_t i) { return ((i == I) || ...); }
+};
+
+template <class E, class Wanted>
+constexpr auto wanted_slots() {
+  constexpr auto& d = plan_v<E>;
+  std::array<bool, d.nslots> w{};
+  [&]<std::size_t... s>(std::index_sequence<s...>) {
+    const auto one = [&]<std::size_t t>(std::integral_constant<std::size_t, t>) {
+      using X = slot_expr_t<E, t>;
+      if constexpr (is_arg_v<X>) {
+        w[t] = Wanted::has(arg_index_v<X>);
+      } else {
+        for (std::size_t k = 0; k < d.nchild[t]; ++k) w[t] = w[t] || w[d.child[t][k]];
+      }
+    };
+    (one(std::integral_constant<std::size_t, s>{}), ...);
+  }
+  (std::make_index_sequence<d.nslots>{});
+  return w;
+}
+template <class E, class Wanted>
+inline constexpr auto wanted_v = wanted_slots<E, Wanted>();
+
+template <class E, class Args, class Policy, class Seed, class Wanted = all_args>
 struct sweep_types {
   static constexpr auto& d = plan_v<E>;
   static constexpr std::size_t N = d.nslots;
   static constexpr std::size_t root = N - 1;
+  static constexpr auto& wanted = wanted_v<E, Wanted>;
+
+  // What node p's backward reads, as a mask over its children (bit j) and its output (bit
+  // nchild): everything, unless the op declares gradient_reads, then what the gradients of its
+  // wanted children read.
+  template <std::size_t p, class Op>
+  static constexpr std::uint32_t read_mask() {
+    constexpr std::size_t n = d.nchild[p];
+    if constexpr (requires { Op::gradient_reads; }) {
+      std::uint32_t m = 0;
+      for (std::size_t k = 0; k < n; ++k)
+        if (wanted[d.child[p][k]]) m |= Op::gradient_reads[k];
+      return m;
+    } else {
+      return ~0u;
+    }
+  }
+  // Value v as node p's backward receives it at position j: itself, or the policy's stand-in
+  // when nothing that is wanted reads it.
+  template <std::size_t p, class Op, std::size_t j, class V>
+  MG_HD MG_INLINE static constexpr decltype(auto) pass(const V& v) {
+    if constexpr (requires { Policy::unread(v); }) {
+      if constexpr (!((read_mask<p, Op>() >> j) & 1u)) {
+        return Policy::unread(v);
+      } else {
+        return (v);
+      }
+    } else {
+      return (v);
+    }
+  }
 
   template <std::size_t s>
   using expr_of = slot_expr_t<E, s>;
@@ -172,7 +241,7 @@ struct sweep_types {
     using X = expr_of<p>;
     if constexpr (requires { std::declval<const X&>().args; }) {
       using Op = std::remove_cvref_t<decltype(std::declval<const X&>().op)>;
-      return is_differentiable<Op>() && !std::is_same_v<adj_t<p>, no_grad>;
+      return is_differentiable<Op>() && wanted[p] && !std::is_same_v<adj_t<p>, no_grad>;
     } else {
       return false;
     }
@@ -190,7 +259,8 @@ struct sweep_types {
     template <std::size_t... j>
     static auto f(std::index_sequence<j...>)
         -> decltype(Policy::keep_bwd(std::declval<const Op&>().backward(
-            std::declval<const val_t<d.child[p][j]>&>()..., std::declval<const val_t<p>&>(),
+            pass<p, Op, j>(std::declval<const val_t<d.child[p][j]>&>())...,
+            pass<p, Op, sizeof...(A)>(std::declval<const val_t<p>&>()),
             std::declval<const adj_t<p>&>())));
     using type = std::remove_cvref_t<decltype(f(std::index_sequence_for<A...>{}))>;
   };
@@ -201,7 +271,9 @@ struct sweep_types {
   template <std::size_t s>
   struct adj_inner {
     template <std::size_t... u>
-    static auto f(std::index_sequence<u...>)
+    requires(!wanted[s]) static no_grad f(std::index_sequence<u...>);
+    template <std::size_t... u>
+    requires(wanted[s]) static auto f(std::index_sequence<u...>)
         -> decltype((reduce_term<Policy>(
                          contribution<d.use_k[d.use_begin[s] + u]>(
                              std::declval<const bwd_t<d.use_p[d.use_begin[s] + u]>&>()),
@@ -216,9 +288,9 @@ struct sweep_types {
   using stored_val_t = std::conditional_t<(d.nchild[s] == 0), no_value, val_t<s>>;
 };
 
-template <class E, class Args, class Policy, class Seed>
+template <class E, class Args, class Policy, class Seed, class Wanted = all_args>
 class sweep {
-  using T = sweep_types<E, Args, Policy, Seed>;
+  using T = sweep_types<E, Args, Policy, Seed, Wanted>;
   // plan_v<E> is named directly, never through a reference member: Note [nvcc host constants]
   static constexpr std::size_t N = T::N;
 
@@ -312,6 +384,8 @@ class sweep {
   MG_HD MG_INLINE static constexpr auto adjoint_of(Self& self, const Seed& seed) {
     if constexpr (s == N - 1) {
       return seed;
+    } else if constexpr (!T::wanted[s]) {
+      return no_grad{};
     } else {
       return [&]<std::size_t... u>(std::index_sequence<u...>) {
         return (reduce_term<Policy>(
@@ -414,11 +488,14 @@ class sweep {
   MG_HD MG_INLINE constexpr void step(const Seed& seed) {
     if constexpr (T::template runs<p>) {
       const auto& op = op_of<p>();
+      using Op = std::remove_cvref_t<decltype(op)>;
+      constexpr std::size_t n = plan_v<E>.nchild[p];
       at<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
         return Policy::keep_bwd(
-            op.backward(value<plan_v<E>.child[p][j]>()..., value<p>(), take_adjoint<p>(seed)));
+            op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
+                        T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));
       }
-      (std::make_index_sequence<plan_v<E>.nchild[p]>{});
+      (std::make_index_sequence<n>{});
     }
   }
 };

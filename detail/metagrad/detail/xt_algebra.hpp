@@ -178,6 +178,15 @@ auto xt_reduce_dims(const X& x, const reduce_dims& r, const char* op) {
 template <class G>
 auto reduce_to_shape(const G& g, const std::vector<std::size_t>& xs);
 
+// The shape of a value no wanted gradient reads (Note [Wanted gradients] in sweep.hpp): its own
+// type, so that detail::holds_elements knows the value for a stand-in.
+struct unread_shape : std::vector<std::size_t> {
+  using std::vector<std::size_t>::vector;
+};
+template <class CT>
+inline constexpr bool shape_only_v<xt::xbroadcast<CT, unread_shape>> = true;
+
+
 template <class X>
 requires XtExpr<X>
 struct algebra_impl<X> {
@@ -228,6 +237,16 @@ struct algebra_impl<X> {
   // ... as a view (no copy), which matmul hands to BLAS as a transposed operand: only for use
   // within the expression that holds x (matmul's backward)
   static auto transpose_view(const auto& x) {
+    const std::size_t n = x.dimension();
+    if constexpr (shape_only_v<std::remove_cvref_t<decltype(x)>>) {  // a stand-in stays one
+      unread_shape s(x.shape().begin(), x.shape().end());
+      if (n >= 2) std::swap(s[n - 1], s[n - 2]);
+      return xt::broadcast(xt_value_t<decltype(x)>(0), std::move(s));
+    } else {
+      return transpose_strided(x);
+    }
+  }
+  static auto transpose_strided(const auto& x) {
     const std::size_t n = x.dimension();
     std::vector<std::size_t> perm(n);
     for (std::size_t i = 0; i < n; ++i) perm[i] = i;
@@ -470,6 +489,12 @@ struct xt_policy {
         return R(std::move(g));
     }
     return reduce_to_shape_of(g, x);
+  }
+  // a stand-in for an array that no wanted gradient reads: its shape, no elements
+  template <class X>
+  requires XtExpr<X>
+  static auto unread(const X& x) {
+    return xt::broadcast(xt_value_t<X>(0), unread_shape(x.shape().begin(), x.shape().end()));
   }
   template <class B>
   static auto keep_bwd(B&& b) {

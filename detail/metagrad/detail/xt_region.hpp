@@ -153,7 +153,7 @@ MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, cons
           {load_element<V>(std::get<k>(srcs), i)}...};
     }
     (std::make_index_sequence<K>{});
-    sweep<Inner, decltype(a), plain_policy, V> s(inner, a);
+    sweep<Inner, decltype(a), plain_policy, V, wanted_args<I...>> s(inner, a);
     s.forward();
     value.put(i, V(s.result()));
     if constexpr (Backward) {
