@@ -68,6 +68,13 @@ struct value_of<A> {
   using type = xt_value_t<A>;
 };
 
+// Converts to what f returns, by calling it: an object constructed from it where it lives.
+template <class F>
+struct constructed_by {
+  F f;
+  operator std::invoke_result_t<const F&>() const { return f(); }
+};
+
 // An array argument's gradient holder: the argument's own container type when it is one,
 // else an xt::xarray.
 template <class A, class T>
@@ -120,20 +127,26 @@ struct evaluator<xtensor_family> {
       const auto s = epilogue_sum<std::tuple<A...>>(e);
       if (full_sum(s) && same_shapes(args...)) return fused_epilogue<Form, I...>(e, s, args...);
     }
-    return as_result<Form>(general<I...>(e, args...));
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    T value{};
+    return general<Form, I...>(e, value, args...);
   }
-  // The general path's {value, tuple} in the given form.
-  template <int Form, class R>
-  static auto as_result(R&& r) {
-    using Grads = std::remove_cvref_t<decltype(r.second)>;
-    if constexpr (Form == pair_of_tuple || (Form == pair_final && std::tuple_size_v < Grads >> 1)) {
-      return std::move(r);
-    } else if constexpr (Form == pair_final) {
-      return std::pair{r.first, std::get<0>(std::move(r.second))};
-    } else if constexpr (std::tuple_size_v<Grads> == 1) {
-      return std::get<0>(std::move(r.second));
+  // A result with its gradients shaped like their arguments and not initialised: each is
+  // constructed where it lives (GCC elides through the conversion), so an xt::xtensor_fixed is
+  // neither zeroed (as value-initialising the pair or tuple would) nor copied.
+  template <int Form, class T, std::size_t... I, class... A>
+  static auto make_result(const A&... args) {
+    const auto all = std::forward_as_tuple(args...);
+    using Grads = std::tuple<decltype(make_out<T>(std::get<I>(all)))...>;
+    constexpr bool one = sizeof...(I) == 1;
+    if constexpr (Form == gradients_only && one) {
+      return make_out<T>(std::get<I...>(all));
+    } else if constexpr (Form == gradients_only) {
+      return Grads(constructed_by{[&a = std::get<I>(all)] { return make_out<T>(a); }}...);
     } else {
-      return std::move(r.second);
+      return result_t<Form, T, Grads>(std::piecewise_construct, std::forward_as_tuple(T{}),
+                                      std::forward_as_tuple(constructed_by{
+                                          [&a = std::get<I>(all)] { return make_out<T>(a); }}...));
     }
   }
   // The gradients of a result, as a tuple of references; its value, where it has one.
@@ -220,13 +233,8 @@ struct evaluator<xtensor_family> {
     ((n = arg_size(args, n)), ...);
 
     // the result, built in place
-    using Grads = std::tuple<decltype(make_out<T>(std::get<I>(std::forward_as_tuple(args...))))...>;
-    result_t<Form, T, Grads> result{};
+    auto result = make_result<Form, T, I...>(args...);
     auto grads_out = gradients_of<Form>(result);
-    [&]<std::size_t... j>(std::index_sequence<j...>) {
-      (shape_like<T>(std::get<j>(grads_out), std::get<I>(std::forward_as_tuple(args...))), ...);
-    }
-    (std::index_sequence_for<decltype(I)...>{});
     auto sinks = [&]<std::size_t... h>(std::index_sequence<h...>) {
       return std::tuple_cat(
           std::apply([](auto&... o) { return std::tuple{sink_for<T>(o)...}; }, grads_out),
@@ -240,9 +248,7 @@ struct evaluator<xtensor_family> {
       total = product.total();
       // a zero factor (or a product that underflows or overflows): the general path's rules
       if (!(total != T(0)) || !std::isfinite(total)) {
-        auto r = general<I...>(e, args...);
-        total = r.first;
-        result = as_result<Form>(std::move(r));
+        result = general<Form, I...>(e, total, args...);
         return result;
       }
       no_sink ignored;
@@ -400,23 +406,29 @@ struct evaluator<xtensor_family> {
     }
   }
 
-  // Each distinct node materialised once; any shapes, any ops.
-  template <std::size_t... I, class E, class... A>
-  static auto general(const E& e, const A&... args) {
-    using T = std::common_type_t<typename value_of<A>::type...>;
-    return general_sweep<I...>(e, std::tuple<const A&...>{args...}, [](const auto& r) {
-      using R = std::remove_cvref_t<decltype(r)>;
-      if constexpr (std::is_arithmetic_v<R>) {
-        return R(1);
-      } else {
-        if (r.size() != 1)
-          fail(
-              "grad: the function must return a scalar (a 0-d or one-element array) but "
-              "returned shape ",
-              shape_string(r.shape()), "; reduce it, e.g. with mg::sum");
-        return work_array<T>(xt::ones<T>(r.shape()));
-      }
-    });
+  // Each distinct node materialised once; any shapes, any ops. The result is built in place (a
+  // fixed-size gradient is copied once, from the sweep into it); its value also in `value`.
+  template <int Form, std::size_t... I, class E, class T, class... A>
+  static auto general(const E& e, T& value, const A&... args) {
+    auto result = make_result<Form, T, I...>(args...);
+    general_sweep<I...>(
+        e, std::tuple<const A&...>{args...},
+        [](const auto& r) {
+          using R = std::remove_cvref_t<decltype(r)>;
+          if constexpr (std::is_arithmetic_v<R>) {
+            return R(1);
+          } else {
+            if (r.size() != 1)
+              fail(
+                  "grad: the function must return a scalar (a 0-d or one-element array) but "
+                  "returned shape ",
+                  shape_string(r.shape()), "; reduce it, e.g. with mg::sum");
+            return work_array<T>(xt::ones<T>(r.shape()));
+          }
+        },
+        value, gradients_of<Form>(result));
+    set_value<Form>(result, value);
+    return result;
   }
 
  public:
@@ -440,51 +452,58 @@ struct evaluator<xtensor_family> {
     using E = traced_t<F, sizeof...(A)>;
     const E e = trace(f, std::index_sequence_for<A...>{});
     using T = std::common_type_t<typename value_of<A>::type...>;
-    return general_sweep<I...>(
-               e, std::tuple<const A&...>{args...},
-               [&](const auto& r) {
-                 if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(r)>>) {
-                   if (!std::equal(r.shape().begin(), r.shape().end(), seed.shape().begin(),
-                                   seed.shape().end()))
-                     fail("vjp: the cotangent has shape ", shape_string(seed.shape()),
-                          " but the function's value has shape ", shape_string(r.shape()),
-                          "; pass a cotangent of the value's shape");
-                 }
-                 return work_array<T>(seed);
-               })
-        .second;
+    std::tuple<decltype(make_out<T>(std::get<I>(std::forward_as_tuple(args...))))...> out;
+    T value{};
+    general_sweep<I...>(
+        e, std::tuple<const A&...>{args...},
+        [&](const auto& r) {
+          if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(r)>>) {
+            if (!std::equal(r.shape().begin(), r.shape().end(), seed.shape().begin(),
+                            seed.shape().end()))
+              fail("vjp: the cotangent has shape ", shape_string(seed.shape()),
+                   " but the function's value has shape ", shape_string(r.shape()),
+                   "; pass a cotangent of the value's shape");
+          }
+          return work_array<T>(seed);
+        },
+        value, std::apply([](auto&... o) { return std::tie(o...); }, out));
+    return out;
   }
 
  private:
-  template <std::size_t... I, class Traced, class... A, class SeedOf>
-  static auto general_sweep(const Traced& traced, const std::tuple<const A&...>& args,
-                            SeedOf seed_of) {
+  // The general sweep: the value into `value`, the gradient of argument I_j into out_j.
+  template <std::size_t... I, class Traced, class... A, class SeedOf, class T, class Out>
+  static void general_sweep(const Traced& traced, const std::tuple<const A&...>& args,
+                            SeedOf seed_of, T& value, Out out) {
     const auto e = regionize(traced);  // Note [Regions]
     using E = std::remove_cvref_t<decltype(e)>;
     using Args = tuple<const A&...>;
     const Args a = std::apply([](const A&... x) { return Args{{x}...}; }, args);
     using Root =
         typename sweep_types<E, Args, xt_policy, int>::template val_t<plan_v<E>.nslots - 1>;
-    using T = std::common_type_t<typename value_of<A>::type...>;
     using Seed = std::conditional_t<std::is_arithmetic_v<Root>, Root, work_array<T>>;
     sweep<E, Args, xt_policy, Seed, wanted_args<I...>> s(e, a);
     s.forward();
     const auto& r = s.result();
     const Seed seed = seed_of(r);
-    T value{};
     if constexpr (std::is_arithmetic_v<Root>) {
       value = static_cast<T>(r);
     } else {
       value = r.size() == 1 ? static_cast<T>(*r.begin()) : T(0);
     }
     s.backward(seed);
-    if constexpr (distinct<I...>()) {  // each argument's adjoint is read once: Note [Handing over]
-      return std::pair{value, std::tuple{to_argument<T>(s.template take_gradient<I>(seed, unused{}),
-                                                        std::get<I>(args))...}};
-    } else {
-      return std::pair{value, std::tuple{to_argument<T>(s.template gradient<I>(seed, unused{}),
-                                                        std::get<I>(args))...}};
+    [&]<std::size_t... j>(std::index_sequence<j...>) {
+      if constexpr (distinct<I...>()) {  // each adjoint is read once: Note [Handing over]
+        (to_argument<T>(std::get<j>(out), s.template take_gradient<I>(seed, unused{}),
+                        std::get<I>(args)),
+         ...);
+      } else {
+        (to_argument<T>(std::get<j>(out), s.template gradient<I>(seed, unused{}),
+                        std::get<I>(args)),
+         ...);
+      }
     }
+    (std::index_sequence_for<decltype(I)...>{});
   }
   template <std::size_t... I>
   static constexpr bool distinct() {
@@ -497,30 +516,30 @@ struct evaluator<xtensor_family> {
 
   struct unused {};
 
-  // A gradient in its argument's type (zeros when f does not use the argument).
-  template <class T, class G, class A>
-  static auto to_argument(const G& g, const A& a) {
+  // out = a gradient in its argument's type (zeros when f does not use the argument): a
+  // fixed-size out has the shape already, a dynamic one gets it.
+  template <class T, class O, class G, class A>
+  static void to_argument(O& out, const G& g, const A& a) {
     if constexpr (std::is_arithmetic_v<A>) {
       if constexpr (std::is_same_v<G, unused>) {
-        return A(0);
+        out = A(0);
       } else {
-        return static_cast<A>(reduce_to_shape_of(g, a));
+        out = static_cast<A>(reduce_to_shape_of(g, a));
       }
     } else {
-      auto out = gradient_like<A, T>(a);
+      shape_like<T>(out, a);
       if constexpr (std::is_same_v<G, unused>) {
         out.fill(T(0));
       } else if constexpr (XtStridedOf<G, T>) {
         if (g.layout() == xt::layout_type::row_major &&
             std::equal(g.shape().begin(), g.shape().end(), a.shape().begin(), a.shape().end())) {
           std::copy(g.data() + g.data_offset(), g.data() + g.data_offset() + g.size(), out.data());
-          return out;
+          return;
         }
         out = reduce_to_shape_of(g, a);
       } else {
         out = reduce_to_shape_of(g, a);
       }
-      return out;
     }
   }
 };
