@@ -172,18 +172,17 @@ struct sweep_types {
   static constexpr auto& d = plan_v<E>;
   static constexpr std::size_t N = d.nslots;
   static constexpr std::size_t root = N - 1;
-  static constexpr auto& wanted = wanted_v<E, Wanted>;
 
   // What node p's backward reads, as a mask over its children (bit j) and its output (bit
   // nchild): everything, unless the op declares gradient_reads, then what the gradients of its
   // wanted children read.
   template <std::size_t p, class Op>
   static constexpr std::uint32_t read_mask() {
-    constexpr std::size_t n = d.nchild[p];
+    constexpr std::size_t n = plan_v<E>.nchild[p];
     if constexpr (requires { Op::gradient_reads; }) {
       std::uint32_t m = 0;
       for (std::size_t k = 0; k < n; ++k)
-        if (wanted[d.child[p][k]]) m |= Op::gradient_reads[k];
+        if (wanted_v<E, Wanted>[plan_v<E>.child[p][k]]) m |= Op::gradient_reads[k];
       return m;
     } else {
       return ~0u;
@@ -228,7 +227,7 @@ struct sweep_types {
   template <std::size_t s>
   using val_t = typename val<s>::type;
 
-  template <std::size_t s>
+  template <std::size_t s, bool = wanted_v<E, Wanted>[s]>
   struct adj_inner;
   template <std::size_t s>
   using adj_t =
@@ -241,7 +240,8 @@ struct sweep_types {
     using X = expr_of<p>;
     if constexpr (requires { std::declval<const X&>().args; }) {
       using Op = std::remove_cvref_t<decltype(std::declval<const X&>().op)>;
-      return is_differentiable<Op>() && wanted[p] && !std::is_same_v<adj_t<p>, no_grad>;
+      return is_differentiable<Op>() && wanted_v<E, Wanted>[p] &&
+             !std::is_same_v<adj_t<p>, no_grad>;
     } else {
       return false;
     }
@@ -268,12 +268,14 @@ struct sweep_types {
   using bwd_t = typename bwd<p>::type;
 
   // adjoint of a slot other than the root: the sum of what its uses send it
-  template <std::size_t s>
+  template <std::size_t s, bool>
   struct adj_inner {
+    using type = no_grad;  // Note [Wanted gradients]
+  };
+  template <std::size_t s>
+  struct adj_inner<s, true> {
     template <std::size_t... u>
-    requires(!wanted[s]) static no_grad f(std::index_sequence<u...>);
-    template <std::size_t... u>
-    requires(wanted[s]) static auto f(std::index_sequence<u...>)
+    static auto f(std::index_sequence<u...>)
         -> decltype((reduce_term<Policy>(
                          contribution<d.use_k[d.use_begin[s] + u]>(
                              std::declval<const bwd_t<d.use_p[d.use_begin[s] + u]>&>()),
@@ -384,7 +386,7 @@ class sweep {
   MG_HD MG_INLINE static constexpr auto adjoint_of(Self& self, const Seed& seed) {
     if constexpr (s == N - 1) {
       return seed;
-    } else if constexpr (!T::wanted[s]) {
+    } else if constexpr (!wanted_v<E, Wanted>[s]) {
       return no_grad{};
     } else {
       return [&]<std::size_t... u>(std::index_sequence<u...>) {

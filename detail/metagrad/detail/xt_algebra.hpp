@@ -122,6 +122,49 @@ struct xt_vector_operand {
   }
 };
 
+using dims = std::vector<std::size_t>;
+
+// out[...] = in broadcast: `in` is read with `strides` (0 along broadcast dimensions) over
+// `shape` from dimension d on; out is contiguous.
+template <class T, class S>
+void broadcast_rows(T*& out, const S* in, const dims& shape, const dims& strides, std::size_t d) {
+  const std::size_t n = shape[d], st = strides[d];
+  if (d + 1 == shape.size()) {
+    if (st == 1) {
+      for (std::size_t j = 0; j < n; ++j) out[j] = static_cast<T>(in[j]);
+    } else {
+      const T v = static_cast<T>(in[0]);
+      for (std::size_t j = 0; j < n; ++j) out[j] = st == 0 ? v : static_cast<T>(in[j * st]);
+    }
+    out += n;
+  } else {
+    for (std::size_t j = 0; j < n; ++j) broadcast_rows(out, in + j * st, shape, strides, d + 1);
+  }
+}
+
+// copy = x broadcast to `shape`, in row-major order: element by element for a contiguous
+// row-major x (a bias row repeated, say), through xtensor's general assignment otherwise.
+template <class T, class X>
+void broadcast_copy(work_array<T>& copy, const X& x, const dims& shape) {
+  if constexpr (XtStrided<X>) {
+    if (x.layout() == xt::layout_type::row_major && x.dimension() <= shape.size() &&
+        !shape.empty()) {
+      const std::size_t lead = shape.size() - x.dimension();
+      dims strides(shape.size(), 0);
+      std::size_t acc = 1;
+      for (std::size_t i = x.dimension(); i-- > 0;) {
+        strides[lead + i] = x.shape()[i] == 1 ? 0 : acc;
+        acc *= x.shape()[i];
+      }
+      copy = work_array<T>::from_shape(shape);
+      T* out = copy.data();
+      if (copy.size() > 0) broadcast_rows(out, x.data() + x.data_offset(), shape, strides, 0);
+      return;
+    }
+  }
+  copy = xt::broadcast(x, shape);
+}
+
 // xt_reduce (below) of an expression with strided memory behind it, read along its strides.
 template <class R, class A>
 auto xt_reduce_strided(const A& a, std::uint32_t reduced) {
@@ -186,7 +229,6 @@ struct unread_shape : std::vector<std::size_t> {
 template <class CT>
 inline constexpr bool shape_only_v<xt::xbroadcast<CT, unread_shape>> = true;
 
-
 template <class X>
 requires XtExpr<X>
 struct algebra_impl<X> {
@@ -214,6 +256,15 @@ struct algebra_impl<X> {
     if (x.size() == 1 && x.dimension() <= s.size()) {  // a seed or a 0-d gradient: one fill
       work_array<T> r = work_array<T>::from_shape(s);
       r.fill(static_cast<T>(*x.begin()));
+      return r;
+    }
+    // numpy's rules, checked here: broadcast_copy assumes them
+    bool ok = x.dimension() <= s.size();
+    for (std::size_t i = 0, lead = s.size() - x.dimension(); ok && i < x.dimension(); ++i)
+      ok = x.shape()[i] == 1 || x.shape()[i] == s[lead + i];
+    if (ok) {
+      work_array<T> r;
+      broadcast_copy(r, x, s);
       return r;
     }
     try {

@@ -186,8 +186,6 @@ MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, cons
 // ---------------------------------------------------------------------------------------------
 // Shapes inside a region: numpy broadcasting, checked op by op so that an error names the op.
 
-using dims = std::vector<std::size_t>;
-
 // The region's shape from its inputs', slot by slot over the inner expression's plan (each distinct
 // subexpression once), broadcasting as numpy does; an error names the op.
 template <class Inner, std::size_t s, std::size_t N, std::size_t K>
@@ -221,47 +219,6 @@ dims dims_of(const X& x) {
   } else {
     return {};
   }
-}
-
-// out[...] = in broadcast: `in` is read with `strides` (0 along broadcast dimensions) over
-// `shape` from dimension d on; out is contiguous.
-template <class T, class S>
-void broadcast_rows(T*& out, const S* in, const dims& shape, const dims& strides, std::size_t d) {
-  const std::size_t n = shape[d], st = strides[d];
-  if (d + 1 == shape.size()) {
-    if (st == 1) {
-      for (std::size_t j = 0; j < n; ++j) out[j] = static_cast<T>(in[j]);
-    } else {
-      const T v = static_cast<T>(in[0]);
-      for (std::size_t j = 0; j < n; ++j) out[j] = st == 0 ? v : static_cast<T>(in[j * st]);
-    }
-    out += n;
-  } else {
-    for (std::size_t j = 0; j < n; ++j) broadcast_rows(out, in + j * st, shape, strides, d + 1);
-  }
-}
-
-// copy = x broadcast to `shape`, in row-major order: element by element for a contiguous
-// row-major x (a bias row repeated, say), through xtensor's general assignment otherwise.
-template <class T, class X>
-void broadcast_copy(work_array<T>& copy, const X& x, const dims& shape) {
-  if constexpr (XtStrided<X>) {
-    if (x.layout() == xt::layout_type::row_major && x.dimension() <= shape.size() &&
-        !shape.empty()) {
-      const std::size_t lead = shape.size() - x.dimension();
-      dims strides(shape.size(), 0);
-      std::size_t acc = 1;
-      for (std::size_t i = x.dimension(); i-- > 0;) {
-        strides[lead + i] = x.shape()[i] == 1 ? 0 : acc;
-        acc *= x.shape()[i];
-      }
-      copy = work_array<T>::from_shape(shape);
-      T* out = copy.data();
-      if (copy.size() > 0) broadcast_rows(out, x.data() + x.data_offset(), shape, strides, 0);
-      return;
-    }
-  }
-  copy = xt::broadcast(x, shape);
 }
 
 // Where the loop reads input x: a number, or n contiguous elements of T in the region's shape
