@@ -551,3 +551,25 @@ TEST(StaticXtensor, GradientsForSomeArgumentsOnly) {
   EXPECT_NEAR(gs2, gs, 1e-13);
   (void)gd;
 }
+
+// A two-layer MLP's softmax cross-entropy (examples/mlp_step.cpp, small): every argument's
+// gradient against central differences, the parameters' alone against the full gradient.
+TEST(StaticXtensor, MlpLoss) {
+  auto loss = [](auto x, auto y, auto w1, auto b1, auto w2, auto b2) {
+    const auto h = tanh(matmul(x, w1) + b1);
+    const auto logits = matmul(h, w2) + b2;
+    return (sum(logsumexp(logits, 1)) - sum(y * logits)) / 3.0;
+  };
+  xt::xarray<double> y = xt::zeros<double>({3, 4});
+  y(0, 1) = y(1, 3) = y(2, 0) = 1.0;
+  const auto x = randn({3, 5}, 53), w1 = randn({5, 6}, 54), b1 = randn({6}, 55),
+             w2 = randn({6, 4}, 56), b2 = randn({4}, 57);
+  check_xt(loss, x, y, w1, b1, w2, b2);
+  const auto [v, all] = mg::value_and_grad(loss)(x, y, w1, b1, w2, b2);
+  const auto [v2, some] = mg::value_and_grad<2, 5>(loss)(x, y, w1, b1, w2, b2);
+  EXPECT_DOUBLE_EQ(v, v2);
+  for (std::size_t i = 0; i < w1.size(); ++i)
+    EXPECT_DOUBLE_EQ(std::get<0>(some).flat(i), std::get<2>(all).flat(i));
+  for (std::size_t i = 0; i < b2.size(); ++i)
+    EXPECT_DOUBLE_EQ(std::get<1>(some).flat(i), std::get<5>(all).flat(i));
+}
