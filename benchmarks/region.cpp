@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include <benchmark/benchmark.h>
 #include <xsimd/xsimd.hpp>
@@ -96,6 +97,14 @@ int main(int argc, char** argv) {
   if (dv > 1e-4 || dw > 1e-3 || db > 1e-3) {
     std::fprintf(stderr, "metagrad and the hand-written layer disagree: %g %g %g\n", dv, dw, db);
     return 1;
+  }
+  if (argc == 4 && std::string(argv[1]) == "--check") {  // N runs of one version, for callgrind
+    const long reps = std::atol(argv[2]);
+    const bool hand = std::string(argv[3]) == "hand";
+    double acc = 0;
+    for (long r = 0; r < reps; ++r) acc += (hand ? hand_written(in) : metagrad_static(in)).value;
+    std::printf("%.9g\n", acc);
+    return 0;
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

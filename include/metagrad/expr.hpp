@@ -85,6 +85,14 @@ template <class Op, class... Args>
 struct node;
 
 namespace detail {
+// Does expression E read arg<J>?
+template <std::size_t J, class E>
+inline constexpr bool reads_arg_v = false;
+template <std::size_t J>
+inline constexpr bool reads_arg_v<J, arg<J>> = true;
+template <std::size_t J, class Op, class... A>
+inline constexpr bool reads_arg_v<J, node<Op, A...>> = (reads_arg_v<J, A> || ...);
+
 // Does expression type T carry no run-time state (Note [Slot identity] in plan.hpp)? Then T{} is
 // the expression, and a node stores nothing for such a child: however often a stateless
 // subexpression is reused, an expression object grows only with its stateful parts.

@@ -573,3 +573,93 @@ TEST(StaticXtensor, MlpLoss) {
   for (std::size_t i = 0; i < b2.size(); ++i)
     EXPECT_DOUBLE_EQ(std::get<1>(some).flat(i), std::get<5>(all).flat(i));
 }
+
+// Note [Shaped boundaries]: sum(elementwise(arguments, shaped ops of arguments)) runs the shaped
+// ops, then one fused loop, then their backward. Against the general path (`1.0 * f` is not a
+// bare sum) and central differences.
+template <class F, class... A>
+void expect_boundaries_match_general(const F& f, const A&... a) {
+  const auto [v, g] = mg::value_and_grad(f)(a...);
+  const auto [vg, gg] = mg::value_and_grad([&f](auto... x) { return 1.0 * f(x...); })(a...);
+  EXPECT_NEAR(v, vg, 1e-12 * (1 + std::fabs(vg)));
+  [&]<std::size_t... k>(std::index_sequence<k...>) {
+    (
+        [&] {
+          const auto& gk = std::get<k>(g);
+          const auto& ggk = std::get<k>(gg);
+          if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(gk)>>) {
+            EXPECT_NEAR(gk, ggk, 1e-12 * (1 + std::fabs(ggk))) << "argument " << k;
+          } else {
+            ASSERT_EQ(gk.shape(), ggk.shape()) << "argument " << k;
+            for (std::size_t i = 0; i < gk.size(); ++i)
+              EXPECT_NEAR(gk.flat(i), ggk.flat(i), 1e-12 * (1 + std::fabs(ggk.flat(i))))
+                  << "argument " << k << " element " << i;
+          }
+        }(),
+        ...);
+  }
+  (std::index_sequence_for<A...>{});
+  check_xt(f, a...);
+}
+
+TEST(StaticXtensorFusion, ShapedBoundaries) {
+  const auto w = randn({5, 4}, 60), w2 = randn({5, 4}, 61), sq = randn({4, 4}, 62);
+  const auto x = randn({4}, 63), v = randn({5}, 64), a = randn({3, 4}, 65), b = randn({4, 2}, 66);
+  expect_boundaries_match_general([](auto p, auto q) { return sum(tanh(matmul(p, q))); }, w, x);
+  // an argument the loop reads too, of the boundary's shape
+  expect_boundaries_match_general(
+      [](auto p, auto q, auto r) { return sum(tanh(matmul(p, q)) * r); }, w, x, v);
+  // vector times matrix; an argument both in the loop and in the boundary
+  expect_boundaries_match_general([](auto p, auto q) { return sum(sin(matmul(q, p)) * q); }, sq, x);
+  // two boundaries; one boundary used three times; matrix times matrix
+  expect_boundaries_match_general(
+      [](auto p, auto o, auto q) { return sum(matmul(p, q) * matmul(o, q)); }, w, w2, x);
+  expect_boundaries_match_general(
+      [](auto p, auto q) {
+        const auto y = matmul(p, q);
+        return sum(exp(y) + y * y);
+      },
+      w, x);
+  expect_boundaries_match_general([](auto p, auto q) { return sum(tanh(matmul(p, q))); }, a, b);
+  // numbers, and a hoisted subexpression of them
+  expect_boundaries_match_general(
+      [](auto p, auto q, auto s) { return sum(tanh(matmul(p, q)) * s - log(s)); }, w, x, 1.7);
+  // gradients for some arguments only, or one twice, agree with the full gradient
+  auto f = [](auto p, auto q, auto r) { return sum(tanh(matmul(p, q)) * r); };
+  using A3 = std::tuple<xt::xarray<double>, xt::xarray<double>, xt::xarray<double>>;
+  static_assert(mg::detail::boundary_sum_v<mg::detail::traced_t<decltype(f), 3>, A3>);
+  auto not_a_bare_sum = [](auto p, auto q, auto r) { return 1.0 * sum(tanh(matmul(p, q)) * r); };
+  static_assert(!mg::detail::boundary_sum_v<mg::detail::traced_t<decltype(not_a_bare_sum), 3>, A3>);
+  const auto [gw, gx, gv] = mg::grad(f)(w, x, v);
+  const auto only_x = mg::grad<1>(f)(w, x, v);
+  const auto only_w = mg::grad<0>(f)(w, x, v);
+  const auto [x1, x2] = mg::grad<1, 1>(f)(w, x, v);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EXPECT_DOUBLE_EQ(only_x(i), gx(i));
+    EXPECT_DOUBLE_EQ(x1(i), gx(i));
+    EXPECT_DOUBLE_EQ(x2(i), gx(i));
+  }
+  for (std::size_t i = 0; i < w.size(); ++i) EXPECT_DOUBLE_EQ(only_w.flat(i), gw.flat(i));
+  // an argument f does not use has a zero gradient
+  const auto [u0, u1, u2] =
+      mg::grad([](auto p, auto q, auto) { return sum(tanh(matmul(p, q))); })(w, x, v);
+  for (std::size_t i = 0; i < v.size(); ++i) EXPECT_EQ(u2(i), 0.0);
+  (void)u0;
+  (void)u1;
+  // an array of another shape than the boundary's (broadcast): the general path, same numbers
+  const xt::xarray<double> one{2.0};
+  expect_boundaries_match_general(
+      [](auto p, auto q, auto r) { return sum(tanh(matmul(p, q)) * r); }, w, x, one);
+  // fixed-size arguments and results
+  const xt::xtensor_fixed<double, xt::xshape<5, 4>> wf = w;
+  const xt::xtensor_fixed<double, xt::xshape<4>> xf = x;
+  const auto [vf, gf] =
+      mg::value_and_grad([](auto p, auto q) { return sum(tanh(matmul(p, q))); })(wf, xf);
+  const auto [vd, gd] =
+      mg::value_and_grad([](auto p, auto q) { return sum(tanh(matmul(p, q))); })(w, x);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(std::get<0>(gf))>,
+                               std::remove_cvref_t<decltype(wf)>>);
+  EXPECT_DOUBLE_EQ(vf, vd);
+  for (std::size_t i = 0; i < w.size(); ++i)
+    EXPECT_DOUBLE_EQ(std::get<0>(gf).flat(i), std::get<0>(gd).flat(i));
+}

@@ -72,13 +72,6 @@ inline tensor_meta meta_of(const tensor_impl& t) { return {t.shape, t.dtype(), t
 
 // ---- Note [What a node saves] -------------------------------------------------------------------
 
-template <std::size_t J, class E>
-inline constexpr bool reads_arg_v = false;
-template <std::size_t J>
-inline constexpr bool reads_arg_v<J, arg<J>> = true;
-template <std::size_t J, class Op, class... A>
-inline constexpr bool reads_arg_v<J, mg::node<Op, A...>> = (reads_arg_v<J, A> || ...);
-
 template <bool Saved, std::size_t I>
 using traced_arg_t = std::conditional_t<Saved, arg<I>, not_saved>;
 

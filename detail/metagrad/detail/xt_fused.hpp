@@ -213,4 +213,89 @@ constexpr auto epilogue_outer(const E& e) {
   }
 }
 
+// Note [Shaped boundaries]: f = sum(inner) where inner is elementwise over the arguments and over
+// shaped ops of array arguments (`sum(tanh(matmul(W, x)))`, `sum(exp(matmul(x, w)) * y)`). Each
+// distinct such op, a boundary, is evaluated first (gemv for `W x`), and becomes an input of the
+// fused loop, arg<K + m>; the loop computes the value and, once per element, the gradients of the
+// arguments it reads and of every boundary; each boundary's own backward then turns its gradient
+// into its arguments' (an outer product and a gemv), written into the results. So the region's
+// values are computed once (the general path's region computes them forward and again backward),
+// no seed or broadcast is materialised, and nothing reaches the results through an intermediate
+// copy but what the shaped op returns. Boundaries are stateless (their type is all of them, so
+// one occurring twice is one input) and read array arguments only; anything else, and arrays of
+// other shapes than the boundaries', takes the general path.
+template <class C, class Args>
+inline constexpr bool array_arg_v = false;
+template <std::size_t J, class Args>
+inline constexpr bool array_arg_v<arg<J>, Args> =
+    !std::is_arithmetic_v<std::tuple_element_t<J, Args>>;
+
+template <class E, class Args>
+inline constexpr bool boundary_node_v = false;
+template <class Op, class... C, class Args>
+inline constexpr bool boundary_node_v<node<Op, C...>, Args> =
+    !is_elementwise<Op>() && is_differentiable<Op>() && stateless_v<node<Op, C...>> &&
+    (array_arg_v<C, Args> && ...);
+
+// Is E elementwise down to arguments, number constants and boundaries? Does it hold a boundary?
+template <class E, class Args>
+inline constexpr bool bounded_v = true;  // arg<J>
+template <class T, class Args>
+inline constexpr bool bounded_v<cst<T>, Args> = !is_captured_array_v<T>;
+template <class Op, class... C, class Args>
+inline constexpr bool bounded_v<node<Op, C...>, Args> = is_elementwise<Op>()
+                                                            ? (bounded_v<C, Args>&&...)
+                                                            : boundary_node_v<node<Op, C...>, Args>;
+template <class E, class Args>
+inline constexpr bool has_boundary_v = false;
+template <class Op, class... C, class Args>
+inline constexpr bool has_boundary_v<node<Op, C...>, Args> =
+    !is_elementwise<Op>() || (has_boundary_v<C, Args> || ...);
+
+template <class E, class Args>
+inline constexpr bool boundary_sum_v = false;
+template <class Inner, class Args>
+inline constexpr bool boundary_sum_v<node<sum_op, Inner>, Args> =
+    bounded_v<Inner, Args>&& has_boundary_v<Inner, Args>;
+
+// The distinct boundaries of E, in order of first occurrence.
+template <class E, class Args>
+struct boundary_list {
+  using type = type_list<>;
+};
+template <class Op, class... C, class Args>
+struct boundary_list<node<Op, C...>, Args> {
+  using type = std::conditional_t<
+      boundary_node_v<node<Op, C...>, Args>, type_list<node<Op, C...>>,
+      typename merge_all<type_list<>, typename boundary_list<C, Args>::type...>::type>;
+};
+template <class E, class Args>
+using boundary_list_t = typename boundary_list<E, Args>::type;
+
+// e with each boundary B replaced by arg<K + index of B in L>.
+template <class Args, std::size_t K, class L, class E>
+constexpr auto boundary_rewrite(const E& e) {
+  if constexpr (boundary_node_v<E, Args>) {
+    return arg<K + index_in<E>(L{})>{};
+  } else if constexpr (requires { e.args; }) {
+    return [&]<class Op, class... C>(const node<Op, C...>& n) {
+      return [&]<std::size_t... j>(std::index_sequence<j...>) {
+        return assemble(n.op, boundary_rewrite<Args, K, L>(child<j>(n))...);
+      }
+      (std::index_sequence_for<C...>{});
+    }(e);
+  } else {
+    return e;
+  }
+}
+
+// The arguments of a boundary node, as indices.
+template <class B>
+struct boundary_args;
+template <class Op, std::size_t... J>
+struct boundary_args<node<Op, arg<J>...>> {
+  using op = Op;
+  static constexpr std::array<std::size_t, sizeof...(J)> index{J...};
+};
+
 }  // namespace mg::detail
