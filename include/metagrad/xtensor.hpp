@@ -75,12 +75,14 @@ struct constructed_by {
   operator std::invoke_result_t<const F&>() const { return f(); }
 };
 
-// An array argument's gradient holder: the argument's own container type when it is one,
-// else an xt::xarray.
+// An array argument's gradient holder: the argument's own container type when it is a
+// row-major one, else an xt::xarray. (The loops write gradients in row-major order, so a
+// column-major container would get its elements transposed.)
 template <class A, class T>
 auto gradient_like(const A& a) {
   using R = std::remove_cvref_t<A>;
-  if constexpr (requires { R::from_shape(a.shape()); } && std::is_same_v<xt_value_t<R>, T>) {
+  if constexpr (requires { R::from_shape(a.shape()); } && std::is_same_v<xt_value_t<R>, T> &&
+                R::static_layout == xt::layout_type::row_major) {
     return R::from_shape(a.shape());
   } else {
     return xt::xarray<T>::from_shape(a.shape());

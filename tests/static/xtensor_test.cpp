@@ -663,3 +663,25 @@ TEST(StaticXtensorFusion, ShapedBoundaries) {
   for (std::size_t i = 0; i < w.size(); ++i)
     EXPECT_DOUBLE_EQ(std::get<0>(gf).flat(i), std::get<0>(gd).flat(i));
 }
+
+// A column-major argument's gradient comes back row-major (an xt::xarray: the loops write in
+// row-major order) with every element in its place, on the fused, general and boundary paths.
+TEST(StaticXtensor, ColumnMajorArguments) {
+  const xt::xarray<double> rows = randn({2, 3}, 70);
+  const xt::xtensor<double, 2, xt::layout_type::column_major> cols = rows;
+  const auto x = randn({3}, 71), w = randn({3}, 72);
+  const auto same = [](const auto& f, const auto&... more) {
+    return [&](const auto& p, const auto& q) {
+      const auto gp = mg::grad<0>(f)(p, more...);
+      const auto gq = mg::grad<0>(f)(q, more...);
+      ASSERT_EQ(gp.shape(), gq.shape());
+      for (std::size_t i = 0; i < 2; ++i)
+        for (std::size_t j = 0; j < 3; ++j) EXPECT_DOUBLE_EQ(gp(i, j), gq(i, j)) << i << "," << j;
+    };
+  };
+  same([](auto p) { return sum(sin(p) * p); })(cols, rows);
+  same([](auto p, auto v) { return sum(p * v); }, w)(cols, rows);
+  same([](auto p, auto v) { return sum(tanh(matmul(p, v))); }, x)(cols, rows);
+  static_assert(std::is_same_v<decltype(mg::grad([](auto p) { return sum(p * p); })(cols)),
+                               xt::xarray<double>>);
+}

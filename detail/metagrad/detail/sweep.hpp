@@ -193,7 +193,7 @@ struct sweep_types {
   template <std::size_t p, class Op, std::size_t j, class V>
   MG_HD MG_INLINE static constexpr decltype(auto) pass(const V& v) {
     if constexpr (requires { Policy::unread(v); }) {
-      if constexpr (!((read_mask<p, Op>() >> j) & 1u)) {
+      if constexpr (j < 32 && !((read_mask<p, Op>() >> j) & 1u)) {  // 32 bits: gradient_reads
         return Policy::unread(v);
       } else {
         return (v);

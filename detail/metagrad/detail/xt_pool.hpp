@@ -7,8 +7,8 @@
 // blocks per thread, in size classes of powers of two from 64 bytes, and hands them out again: an
 // allocation in steady state is a pop from a list. Blocks above 8 MiB are not cached (there the
 // memory traffic dwarfs malloc), nor beyond 64 MiB cached per thread. A block freed on another
-// thread joins that thread's lists. Under AddressSanitizer nothing is cached, so that a use after
-// free is still caught.
+// thread joins that thread's lists. Under AddressSanitizer the pool passes every request to the
+// heap at its exact size, so that overflows and uses after free are still caught.
 #pragma once
 
 #include <algorithm>
@@ -19,6 +19,14 @@
 
 #include <xtensor/xarray.hpp>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define MG_POOL_PASS_THROUGH 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MG_POOL_PASS_THROUGH 1
+#endif
+#endif
+
 namespace mg::detail {
 
 class block_pool {
@@ -28,6 +36,9 @@ class block_pool {
   static constexpr std::size_t max_cached_bytes = std::size_t{64} << 20;
 
   static void* allocate(std::size_t bytes) {
+#if defined(MG_POOL_PASS_THROUGH)  // the exact size, so that an overflow is caught
+    return ::operator new (bytes == 0 ? 1 : bytes, std::align_val_t{alignment});
+#else
     const std::size_t c = size_class(bytes);
     if (c < classes) {
       lists& l = local();
@@ -39,11 +50,12 @@ class block_pool {
       return ::operator new (class_bytes(c), std::align_val_t{alignment});
     }
     return ::operator new (bytes, std::align_val_t{alignment});
+#endif
   }
 
   static void deallocate(void* p, std::size_t bytes) noexcept {
+#if !defined(MG_POOL_PASS_THROUGH)
     const std::size_t c = size_class(bytes);
-#if !defined(__SANITIZE_ADDRESS__)
     if (c < classes) {
       lists& l = local();
       if (l.live && l.bytes + class_bytes(c) <= max_cached_bytes) {
@@ -54,6 +66,8 @@ class block_pool {
         return;
       }
     }
+#else
+    (void)bytes;
 #endif
     ::operator delete (p, std::align_val_t{alignment});
   }
@@ -107,7 +121,10 @@ struct pool_allocator {
   pool_allocator() noexcept = default;
   template <class U>
   pool_allocator(const pool_allocator<U>&) noexcept {}
-  T* allocate(std::size_t n) { return static_cast<T*>(block_pool::allocate(n * sizeof(T))); }
+  T* allocate(std::size_t n) {
+    if (n > std::size_t(-1) / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(block_pool::allocate(n * sizeof(T)));
+  }
   void deallocate(T* p, std::size_t n) noexcept { block_pool::deallocate(p, n * sizeof(T)); }
   template <class U>
   bool operator==(const pool_allocator<U>&) const noexcept {
@@ -120,3 +137,5 @@ template <class T>
 using work_array = xt::xarray<T, xt::layout_type::row_major, pool_allocator<T>>;
 
 }  // namespace mg::detail
+
+#undef MG_POOL_PASS_THROUGH
