@@ -351,7 +351,8 @@ class sweep {
   // Note [Handing over]: the same, taking what the uses sent (moved, not copied). Each use's
   // contribution is read by exactly one adjoint, so a slot's adjoint taken in the reverse sweep
   // (step) leaves nothing another reads. An argument's may be asked for twice (grad<0, 0>) and
-  // is taken only where the caller knows it is asked once.
+  // is taken only where the caller knows it is asked once. So a sweep runs backward() once, and
+  // after it only the arguments' adjoints (gradient, take_gradient) are to be read.
   template <std::size_t s>
   MG_HD MG_INLINE constexpr auto take_adjoint(const Seed& seed) {
     return adjoint_of<s>(*this, seed);
