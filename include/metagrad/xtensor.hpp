@@ -241,11 +241,14 @@ struct evaluator<xtensor_family> {
         },
         hoisted);
     std::apply([](auto&... sw) { (sw.forward(), ...); }, hoisted_sweeps);
-    // contiguous row-major arrays of T are read in place; anything else is copied once
+    // contiguous row-major arrays of T are read in place; anything else is copied once; an
+    // array the loop does not read (an argument of a shaped boundary only) is a 0, never loaded
+    // past its end
     std::tuple<std::conditional_t<XtExpr<A>, work_array<T>, char>...> copies;
+    using Loop = std::remove_cvref_t<decltype(inner)>;
     const auto data = [&]<std::size_t... k, std::size_t... h>(std::index_sequence<k...>,
                                                               std::index_sequence<h...>) {
-      return std::tuple{region_source<T>(args, args_shape(args), std::get<k>(copies))...,
+      return std::tuple{loop_source<T, reads_arg_v<k, Loop>>(args, std::get<k>(copies))...,
                         static_cast<T>(std::get<h>(hoisted_sweeps).result())...};
     }
     (std::index_sequence_for<A...>{}, std::make_index_sequence<H>{});
@@ -347,6 +350,14 @@ struct evaluator<xtensor_family> {
     (std::make_index_sequence<sizeof...(I)>{});
     set_value<Form>(result, static_cast<T>(sweep_outer.result()));
     return result;
+  }
+  template <class T, bool Read, class X, class C>
+  static auto loop_source(const X& x, C& copy) {
+    if constexpr (Read || !XtExpr<X>) {
+      return region_source<T>(x, args_shape(x), copy);
+    } else {
+      return T(0);
+    }
   }
   template <class T, class A>
   static auto number_or_zero(const A& a) {
@@ -475,7 +486,8 @@ struct evaluator<xtensor_family> {
     // before they are computed (matmul), a mismatch costs no product
     constexpr bool reads_arrays = [&]<std::size_t... k>(std::index_sequence<k...>) {
       return ((reads_arg_v<k, Inner2> && XtExpr<std::tuple_element_t<k, Args>>) || ...);
-    }(std::index_sequence_for<A...>{});
+    }
+    (std::index_sequence_for<A...>{});
     if constexpr (reads_arrays || M > 1) {
       if (!predicted_shapes_agree<Inner2, L>(all)) return false;
     }
@@ -559,7 +571,8 @@ struct evaluator<xtensor_family> {
             }
           }(),
           ...);
-    }(std::make_index_sequence<M>{});
+    }
+    (std::make_index_sequence<M>{});
     if (!known) return true;
     bool same = true;
     for (const auto& x : s) same = same && x == s[0];
@@ -576,7 +589,8 @@ struct evaluator<xtensor_family> {
             }
           }(),
           ...);
-    }(std::make_index_sequence<std::tuple_size_v<All>>{});
+    }
+    (std::make_index_sequence<std::tuple_size_v<All>>{});
     return same;
   }
   // The positions j < N where flags[j], as an index sequence.
