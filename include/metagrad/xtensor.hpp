@@ -630,16 +630,7 @@ struct evaluator<xtensor_family> {
         if (w) return true;
       return false;
     }();
-    constexpr std::uint32_t reads = [] {
-      if constexpr (requires { Op::gradient_reads; }) {
-        std::uint32_t r = 0;
-        for (std::size_t c = 0; c < n; ++c)
-          if (wanted_children<B, I...>()[c]) r |= Op::gradient_reads[c];
-        return r;
-      } else {
-        return ~0u;
-      }
-    }();
+    constexpr std::uint32_t reads = read_mask_for<Op>(wanted_children<B, I...>());
     if constexpr (any) {
       const auto b = [&]<std::size_t... c>(std::index_sequence<c...>) {
         return Op{}.backward(pass_as<((reads >> c) & 1u) != 0>(std::get<BA::index[c]>(all))...,

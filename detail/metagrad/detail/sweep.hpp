@@ -146,6 +146,21 @@ struct wanted_args {
   static constexpr bool has(std::size_t i) { return ((i == I) || ...); }
 };
 
+// What a backward of Op reads, as a mask over its inputs (bit k) and its output (bit n), when the
+// gradients of the inputs with wanted[k] are wanted: everything, unless Op declares
+// gradient_reads. Shared by the sweep and the fused form's boundaries (xtensor.hpp).
+template <class Op, std::size_t N>
+constexpr std::uint32_t read_mask_for(const std::array<bool, N>& wanted) {
+  if constexpr (requires { Op::gradient_reads; }) {
+    std::uint32_t m = 0;
+    for (std::size_t k = 0; k < N; ++k)
+      if (wanted[k]) m |= Op::gradient_reads[k];
+    return m;
+  } else {
+    return ~0u;
+  }
+}
+
 template <class E, class Wanted>
 constexpr auto wanted_slots() {
   constexpr auto& d = plan_v<E>;
@@ -179,14 +194,9 @@ struct sweep_types {
   template <std::size_t p, class Op>
   static constexpr std::uint32_t read_mask() {
     constexpr std::size_t n = plan_v<E>.nchild[p];
-    if constexpr (requires { Op::gradient_reads; }) {
-      std::uint32_t m = 0;
-      for (std::size_t k = 0; k < n; ++k)
-        if (wanted_v<E, Wanted>[plan_v<E>.child[p][k]]) m |= Op::gradient_reads[k];
-      return m;
-    } else {
-      return ~0u;
-    }
+    std::array<bool, n> wanted{};
+    for (std::size_t k = 0; k < n; ++k) wanted[k] = wanted_v<E, Wanted>[plan_v<E>.child[p][k]];
+    return read_mask_for<Op>(wanted);
   }
   // Value v as node p's backward receives it at position j: itself, or the policy's stand-in
   // when nothing that is wanted reads it.
