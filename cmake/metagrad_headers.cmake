@@ -49,9 +49,11 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/plan.hpp
   detail/metagrad/detail/sweep.hpp
   detail/metagrad/detail/xt_algebra.hpp
+  detail/metagrad/detail/xt_dual.hpp
   detail/metagrad/detail/xt_fused.hpp
   detail/metagrad/detail/xt_region.hpp
   detail/metagrad/detail/xt_pool.hpp
+  detail/metagrad/detail/xt_transforms.hpp
   # the runtime engine and its backends
   detail/metagrad/detail/anomaly.hpp
   detail/metagrad/detail/backend.hpp

@@ -9,7 +9,8 @@
 // forward sees whole arrays: reductions, shape ops), `arity = N` (an op written for arrays only,
 // which cannot be probed with numbers: Note [Ops on arrays only]), `differentiable = false`
 // (comparisons), `simd = false` (numbers only), `keeps_integers = true` (i64 in, i64 out on
-// tensors).
+// tensors), `linear = mg::linearity::...` (how a non-elementwise op is linear: forward mode on
+// arrays reads it, Note [Dual arrays] in detail/xt_dual.hpp).
 #pragma once
 
 #include <concepts>
@@ -28,6 +29,15 @@ namespace mg {
 /// `input_shapes`: backward reads its inputs' shapes only (a sum, a view), so writing an input in
 /// place afterwards is no error.
 enum class saved : unsigned char { nothing, inputs, output, both, input_shapes };
+
+/// How a non-elementwise op is linear (`static constexpr auto linear = mg::linearity::jointly;`),
+/// which gives forward mode its tangent without a formula of its own:
+/// `jointly`: in all its inputs together (reshape, sum, cat): the tangent is op(tangents...);
+/// `separately`: in each input with the others fixed (matmul, outer): the tangent is the sum over
+/// inputs j of op(inputs with input j replaced by its tangent).
+/// An op that is neither is a reduction (a `reduce_dims r` member: sum of its local derivatives
+/// times the tangent over each reduced slice), or has no tangent on arrays.
+enum class linearity : unsigned char { none, jointly, separately };
 
 /// Stands in, in a call to backward, for a value the op declared it does not read.
 struct not_saved {};
@@ -116,6 +126,16 @@ constexpr bool is_elementwise() {
     return F::elementwise;
   } else {
     return true;
+  }
+}
+
+// How F is linear (Note [Dual arrays]): linearity::none unless it says otherwise.
+template <class F>
+constexpr linearity linearity_of() {
+  if constexpr (requires { F::linear; }) {
+    return F::linear;
+  } else {
+    return linearity::none;
   }
 }
 

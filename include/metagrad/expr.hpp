@@ -233,7 +233,8 @@ Stream& operator<<(Stream& s, const X&) {
 /// auto df = mg::grad([](auto x) { return mg::apply<softplus>(x * x); })(0.5);
 /// ```
 template <class F, class... A>
-requires((Expr<A> || ...) || (std::is_arithmetic_v<std::remove_cvref_t<A>> && ...)) MG_HD
+requires((Expr<A> || ...) || (std::is_arithmetic_v<std::remove_cvref_t<A>> && ...) ||
+         std::is_same_v<detail::family_t<A...>, detail::dual_family>) MG_HD
     constexpr auto apply(const A&... a) {
   constexpr bool arity_ok = sizeof...(A) == detail::op_arity<F>();
   if constexpr (arity_ok) detail::diagnose_static_op<F>();

@@ -147,13 +147,38 @@ template <class Family, class F, std::size_t N>
 struct refine_family {
   using type = Family;
 };
+// The function a transform differentiates (the function itself for others): a transform's
+// family is that of the function inside it, which is traced, not the transform.
+template <class F>
+struct innermost {
+  using type = F;
+};
+template <class F>
+requires requires { typename F::mg_inner; }
+struct innermost<F> {
+  using type = typename innermost<typename F::mg_inner>::type;
+};
 template <class F, std::size_t N>
 struct refine_family<scalar_family, F, N> {
-  using type = typename constants_family<traced_t<F, N>>::type;
+  using type = typename constants_family<traced_t<typename innermost<F>::type, N>>::type;
+};
+
+// Is F one of the transforms below (a function that is not traced, but computes derivatives)?
+template <class F>
+concept is_transform_v = requires {
+  F::mg_transform;
+};
+
+// Does a family's evaluator differentiate a transform by tangents (arrays: Note [Dual arrays])?
+template <class Family>
+concept TangentFamily = requires {
+  evaluator<Family>::by_tangents;
 };
 
 template <class F, std::size_t... I>
 struct grad_transform {
+  static constexpr bool mg_transform = true;
+  using mg_inner = F;
   F f;
   bool with_value;
 
@@ -177,7 +202,10 @@ struct grad_transform {
     // an evaluator that builds the final results in place says so (xtensor.hpp): no copy of them
     constexpr bool in_place = requires { evaluator<Family>::builds_final_result; };
     return [&]<std::size_t... J>(std::index_sequence<J...>) {
-      if constexpr (in_place && ValueToo) {
+      if constexpr (is_transform_v<F> && TangentFamily<Family>) {
+        // the gradient of a gradient on arrays: forward mode over f (Note [Dual arrays])
+        return evaluator<Family>::template grad_by_tangents<ValueToo, J...>(f, args...);
+      } else if constexpr (in_place && ValueToo) {
         return evaluator<Family>::template value_and_grad_final<J...>(f, args...);
       } else if constexpr (in_place) {
         return evaluator<Family>::template grad_final<J...>(f, args...);
@@ -204,6 +232,8 @@ concept tuple_like = requires {
 // Component K of f's result, as a function (f itself when f returns one value).
 template <std::size_t K, class F>
 struct component_of {
+  static constexpr bool mg_transform = is_transform_v<F>;
+  using mg_inner = F;
   F f;
   template <class... A>
   constexpr auto operator()(const A&... a) const {
@@ -248,6 +278,8 @@ constexpr auto jvp_one(const F& f, const std::tuple<X...>& x, const std::tuple<V
 
 template <class F, std::size_t... I>
 struct grad_only {
+  static constexpr bool mg_transform = true;
+  using mg_inner = F;
   grad_transform<F, I...> inner;
   template <class... A>
   constexpr auto operator()(const A&... args) const {
@@ -259,14 +291,46 @@ struct grad_only {
 // that the inner gradient can be differentiated by the outer grad.
 template <class F, std::size_t I>
 struct hessian_transform {
+  static constexpr bool mg_transform = true;
+  using mg_inner = F;
   grad_only<grad_only<F, I>, I> inner;
   template <class... A>
   constexpr auto operator()(const A&... args) const {
-    using Family = evaluator_family_t<A...>;
-    if constexpr (HasEvaluator<Family>)
-      if constexpr (requires { evaluator<Family>::template check_hessian<I>(args...); })
-        evaluator<Family>::template check_hessian<I>(args...);
-    return inner(args...);
+    using Family = typename refine_family<evaluator_family_t<A...>, F, sizeof...(A)>::type;
+    if constexpr (TangentFamily<Family>) {
+      // arrays: the block of argument I of the Hessian matrix (Note [Dual arrays])
+      return evaluator<Family>::template jacobian<I>(inner.inner.f, args...);
+    } else {
+      if constexpr (HasEvaluator<Family>)
+        if constexpr (requires { evaluator<Family>::template check_hessian<I>(args...); })
+          evaluator<Family>::template check_hessian<I>(args...);
+      return inner(args...);
+    }
+  }
+};
+
+// mg::jacobian's function: on numbers a grad per value of f, on arrays forward mode.
+template <class F>
+struct jacobian_transform {
+  static constexpr bool mg_transform = true;
+  using mg_inner = F;
+  F f;
+  template <class... X>
+  constexpr auto operator()(const X&... x) const {
+    using Family = typename refine_family<evaluator_family_t<X...>, F, sizeof...(X)>::type;
+    if constexpr (TangentFamily<Family>) {
+      return evaluator<Family>::jacobian(f, x...);
+    } else {
+      constexpr std::size_t m = result_count<F, sizeof...(x)>();
+      if constexpr (!returns_tuple_v<F, sizeof...(x)>) {
+        return grad_only<F>{{f, false}}(x...);
+      } else {
+        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+          return std::tuple{grad_only<component_of<K, F>>{{component_of<K, F>{f}, false}}(x...)...};
+        }
+        (std::make_index_sequence<m>{});
+      }
+    }
   }
 };
 }  // namespace detail
@@ -293,22 +357,13 @@ constexpr auto value_and_grad(F f) {
   return detail::grad_transform<F, I...>{std::move(f), true};
 }
 
-/// Forward mode: `{f(x), J v}`, the value of f at the primals and its derivative along the
-/// tangents (one per primal), generated at compile time and computed in one forward sweep, where
-/// each node's local derivatives are its op's own backward (Note [Forward mode from the local
-/// derivatives]); no reverse pass runs. For f returning a tuple or pair, both are tuples:
-/// ```cpp
-/// auto [y, ty] = mg::jvp(f, std::tuple{2.0, 3.0}, std::tuple{1.0, 0.0});   // ty = df/dx
-/// auto hv = mg::jvp(mg::grad(f), std::tuple{2.0, 3.0}, std::tuple{1.0, 0.5}).second;  // H v
-/// ```
-/// Primals and tangents are floating-point numbers (for mg::tensor:
-/// mg::autograd::functional::jvp).
+namespace detail {
 template <class F, class... X, class... V>
-constexpr auto jvp(const F& f, const std::tuple<X...>& primals, const std::tuple<V...>& tangents) {
-  static_assert(sizeof...(X) == sizeof...(V), "metagrad: jvp takes one tangent per primal");
+constexpr auto jvp_numbers(const F& f, const std::tuple<X...>& primals,
+                           const std::tuple<V...>& tangents) {
   static_assert((std::is_floating_point_v<X> && ...) && (std::is_arithmetic_v<V> && ...),
-                "metagrad: mg::jvp takes floating-point numbers as primals and tangents (for "
-                "mg::tensor, mg::autograd::functional::jvp)");
+                "metagrad: mg::jvp takes floating-point numbers or xtensor arrays as primals and "
+                "tangents (for mg::tensor, mg::autograd::functional::jvp)");
   constexpr std::size_t m = detail::result_count<F, sizeof...(X)>();
   const auto seq = std::index_sequence_for<X...>{};
   if constexpr (detail::returns_tuple_v<F, sizeof...(X)>) {
@@ -322,20 +377,14 @@ constexpr auto jvp(const F& f, const std::tuple<X...>& primals, const std::tuple
     return detail::jvp_one(f, primals, tangents, seq);
   }
 }
+}  // namespace detail
 
-/// Reverse mode: `{f(x), u^T J}`, the value of f at the primals and the gradient of
-/// `u . f(x)` w.r.t. every primal (a bare value for one primal, else a tuple): for f returning
-/// one value, one forward sweep and one backward sweep seeded with u. u is a number for f
-/// returning one value, a tuple for f returning a tuple (then the sweeps run on u . f, and f's
-/// values come from calling it on the numbers):
-/// ```cpp
-/// auto [y, g] = mg::vjp(f, std::tuple{2.0, 3.0}, 0.5);   // g = 0.5 * grad(f)(2.0, 3.0)
-/// ```
+namespace detail {
 template <class F, class... X, class U>
-constexpr auto vjp(const F& f, const std::tuple<X...>& primals, const U& cotangent) {
+constexpr auto vjp_numbers(const F& f, const std::tuple<X...>& primals, const U& cotangent) {
   static_assert((std::is_floating_point_v<X> && ...),
-                "metagrad: mg::vjp takes floating-point numbers as primals (for mg::tensor, "
-                "mg::autograd::functional::vjp)");
+                "metagrad: mg::vjp takes floating-point numbers or xtensor arrays as primals (for "
+                "mg::tensor, mg::autograd::functional::vjp)");
   constexpr std::size_t n = sizeof...(X);
   constexpr bool tuple_valued = detail::returns_tuple_v<F, n>;
   if constexpr (tuple_valued) {
@@ -370,7 +419,7 @@ constexpr auto vjp(const F& f, const std::tuple<X...>& primals, const U& cotange
       }
     };
     if constexpr (std::is_same_v<Family, detail::scalar_family>) {
-      return std::pair{std::apply(f, primals), std::apply(grad(weighted), primals)};
+      return std::pair{std::apply(f, primals), std::apply(mg::grad(weighted), primals)};
     } else {
       // f holds captured data: its value comes from the family's evaluator (called on numbers,
       // f would return a lazy xtensor expression referring to its own parameters)
@@ -380,8 +429,52 @@ constexpr auto vjp(const F& f, const std::tuple<X...>& primals, const U& cotange
       using T = std::common_type_t<X...>;
       const auto r = std::apply(
           [&](const auto&... x) { return detail::evaluator<Family>::value(f, x...); }, primals);
-      return std::pair{static_cast<T>(*r.begin()), std::apply(grad(weighted), primals)};
+      return std::pair{static_cast<T>(*r.begin()), std::apply(mg::grad(weighted), primals)};
     }
+  }
+}
+}  // namespace detail
+
+/// Forward mode: `{f(x), J v}`, the value of f at the primals and its derivative along the
+/// tangents (one per primal), generated at compile time and computed in one forward sweep, where
+/// each node's local derivatives are its op's own backward (Note [Forward mode from the local
+/// derivatives]); no reverse pass runs. For f returning a tuple or pair, both are tuples:
+/// ```cpp
+/// auto [y, ty] = mg::jvp(f, std::tuple{2.0, 3.0}, std::tuple{1.0, 0.0});   // ty = df/dx
+/// auto hv = mg::jvp(mg::grad(f), std::tuple{2.0, 3.0}, std::tuple{1.0, 0.5}).second;  // H v
+/// ```
+/// Primals and tangents are floating-point numbers (for mg::tensor:
+/// mg::autograd::functional::jvp).
+template <class F, class... X, class... V>
+constexpr auto jvp(const F& f, const std::tuple<X...>& primals, const std::tuple<V...>& tangents) {
+  static_assert(sizeof...(X) == sizeof...(V), "metagrad: jvp takes one tangent per primal");
+  // a function of numbers that holds arrays runs on arrays, as for grad
+  using Family =
+      typename detail::refine_family<detail::evaluator_family_t<X...>, F, sizeof...(X)>::type;
+  if constexpr (detail::TangentFamily<Family>) {
+    // arrays: f called on dual arrays (Note [Dual arrays] in detail/xt_dual.hpp)
+    return detail::evaluator<Family>::jvp(f, primals, tangents);
+  } else {
+    return detail::jvp_numbers(f, primals, tangents);
+  }
+}
+
+/// Reverse mode: `{f(x), u^T J}`, the value of f at the primals and the gradient of
+/// `u . f(x)` w.r.t. every primal (a bare value for one primal, else a tuple): for f returning
+/// one value, one forward sweep and one backward sweep seeded with u. u is a number for f
+/// returning one value, a tuple for f returning a tuple (then the sweeps run on u . f, and f's
+/// values come from calling it on the numbers):
+/// ```cpp
+/// auto [y, g] = mg::vjp(f, std::tuple{2.0, 3.0}, 0.5);   // g = 0.5 * grad(f)(2.0, 3.0)
+/// ```
+template <class F, class... X, class U>
+constexpr auto vjp(const F& f, const std::tuple<X...>& primals, const U& cotangent) {
+  using Family = detail::evaluator_family_t<X...>;
+  if constexpr (detail::TangentFamily<Family>) {
+    // arrays: the gradient of sum(u * f), with u of f's shape (or a number for one value)
+    return detail::evaluator<Family>::vjp_value(f, primals, cotangent);
+  } else {
+    return detail::vjp_numbers(f, primals, cotangent);
   }
 }
 
@@ -394,17 +487,7 @@ constexpr auto vjp(const F& f, const std::tuple<X...>& primals, const U& cotange
 /// ```
 template <class F>
 constexpr auto jacobian(F f) {
-  return [f = std::move(f)](const auto&... x) {
-    constexpr std::size_t m = detail::result_count<F, sizeof...(x)>();
-    if constexpr (!detail::returns_tuple_v<F, sizeof...(x)>) {
-      return grad(f)(x...);
-    } else {
-      return [&]<std::size_t... K>(std::index_sequence<K...>) {
-        return std::tuple{grad(detail::component_of<K, F>{f})(x...)...};
-      }
-      (std::make_index_sequence<m>{});
-    }
-  };
+  return detail::jacobian_transform<F>{std::move(f)};
 }
 
 /// Second derivative of a scalar function with respect to argument I: grad<I>(grad<I>(f)).

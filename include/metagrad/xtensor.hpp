@@ -27,6 +27,7 @@
 #include <metagrad/detail/xt_algebra.hpp>
 #include <metagrad/detail/xt_fused.hpp>
 #include <metagrad/detail/xt_region.hpp>
+#include <metagrad/detail/xt_transforms.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
 
@@ -75,22 +76,8 @@ struct constructed_by {
   operator std::invoke_result_t<const F&>() const { return f(); }
 };
 
-// An array argument's gradient holder: the argument's own container type when it is a
-// row-major one, else an xt::xarray. (The loops write gradients in row-major order, so a
-// column-major container would get its elements transposed.)
-template <class A, class T>
-auto gradient_like(const A& a) {
-  using R = std::remove_cvref_t<A>;
-  if constexpr (requires { R::from_shape(a.shape()); } && std::is_same_v<xt_value_t<R>, T> &&
-                R::static_layout == xt::layout_type::row_major) {
-    return R::from_shape(a.shape());
-  } else {
-    return xt::xarray<T>::from_shape(a.shape());
-  }
-}
-
 template <>
-struct evaluator<xtensor_family> {
+struct evaluator<xtensor_family> : tangent_transforms<xtensor_family> {
   template <std::size_t... I, class F, class... A>
   static auto value_and_grad(const F& f, const A&... args) {
     return value_and_grad_as<pair_of_tuple, I...>(f, args...);
@@ -721,22 +708,39 @@ struct evaluator<xtensor_family> {
     std::tuple<decltype(make_out<T>(std::get<I>(std::forward_as_tuple(args...))))...> out;
     T value{};
     general_sweep<I...>(
-        e, std::tuple<const A&...>{args...},
-        [&](const auto& r) {
-          if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(r)>>) {
-            if (!std::equal(r.shape().begin(), r.shape().end(), seed.shape().begin(),
-                            seed.shape().end()))
-              fail("vjp: the cotangent has shape ", shape_string(seed.shape()),
-                   " but the function's value has shape ", shape_string(r.shape()),
-                   "; pass a cotangent of the value's shape");
-          }
-          return work_array<T>(seed);
-        },
+        e, std::tuple<const A&...>{args...}, [&](const auto& r) { return seed_like<T>(r, seed); },
         value, std::apply([](auto&... o) { return std::tie(o...); }, out));
     return out;
   }
 
  private:
+  // vjp's seed: the cotangent, of the value's shape (a number for one value)
+  template <class T, class R, class S>
+  static auto seed_like(const R& r, const S& seed) {
+    if constexpr (std::is_arithmetic_v<R>) {
+      if constexpr (std::is_arithmetic_v<S>) {
+        return static_cast<R>(seed);
+      } else {
+        check_seed(seed.size() == 1, r, seed);
+        return static_cast<R>(*seed.begin());
+      }
+    } else if constexpr (std::is_arithmetic_v<S>) {
+      check_seed(r.size() == 1, r, seed);
+      return work_array<T>(xt::broadcast(static_cast<T>(seed), r.shape()));
+    } else {
+      const shape_t rs = shape_of(r), ss = shape_of(seed);
+      check_seed(rs == ss, r, seed);
+      return work_array<T>(seed);
+    }
+  }
+  template <class R, class S>
+  static void check_seed(bool ok, const R& r, const S& seed) {
+    if (!ok)
+      fail("vjp: the cotangent has shape ", shape_string(shape_of(seed)),
+           " but the function's value has shape ", shape_string(shape_of(r)),
+           "; pass a cotangent of the value's shape");
+  }
+
   // The general sweep: the value into `value`, the gradient of argument I_j into out_j.
   template <std::size_t... I, class Traced, class... A, class SeedOf, class T, class Out>
   static void general_sweep(const Traced& traced, const std::tuple<const A&...>& args,
@@ -811,12 +815,14 @@ struct evaluator<xtensor_family> {
 };
 }  // namespace detail
 
-// Note [Captured arrays]: an xtensor array with a static-engine expression, in either order.
+// Note [Captured arrays]: an xtensor array with a static-engine expression (or a dual array:
+// Note [Dual arrays]), in either order.
 // xtensor's operators take forwarding references, which bind a non-const array better than a
 // const reference; these take them too and are more constrained, so they win.
 namespace detail {
 template <class L, class R>
-concept ArrayWithExpr = (XtExpr<L> && Expr<R>) || (Expr<L> && XtExpr<R>);
+concept ArrayWithExpr = (XtExpr<L> && (Expr<R> || is_dual_v<std::remove_cvref_t<R>>)) ||
+                        ((Expr<L> || is_dual_v<std::remove_cvref_t<L>>)&&XtExpr<R>);
 
 // A captured array becomes a captured_array (xt_region.hpp): a container of its elements whose
 // type names no xtensor type as a template argument, so that argument-dependent lookup on an

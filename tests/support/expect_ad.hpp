@@ -155,6 +155,7 @@ void expect_ad(const F& f, const ad_options& o = {}) {
         std::vector<std::vector<std::size_t>> s;
         for (const auto& sh : shapes) s.emplace_back(sh.begin(), sh.end());
         check_xt_arrays<N>(f, s, ranges);
+        check_xt_forward<N>(f, s, ranges, o.second_order);
       }
     }
   }

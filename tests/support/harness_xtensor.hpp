@@ -139,3 +139,61 @@ void check_xt_arrays(const F& f, const std::vector<std::vector<std::size_t>>& sh
 }
 
 }  // namespace mg_test
+
+namespace mg_test {
+
+// Forward mode on arrays (Note [Dual arrays]) for the same f: mg::jvp along a random tangent v
+// against a central difference of f along v, and, when second_order, the Hessian-vector product
+// of sum(w * f) (mg::jvp of mg::grad) against a central difference of its gradient along v.
+template <std::size_t N, class F>
+void check_xt_forward(const F& f, const std::vector<std::vector<std::size_t>>& shapes,
+                      const std::vector<std::pair<double, double>>& ranges, bool second_order) {
+  using evaluator = mg::detail::evaluator<mg::detail::xtensor_family>;
+  std::mt19937_64 gen(11);
+  std::array<xt::xarray<double>, N> x, v;
+  for (std::size_t k = 0; k < N; ++k) {
+    x[k] = xt::xarray<double>::from_shape(shapes[k]);
+    v[k] = xt::xarray<double>::from_shape(shapes[k]);
+    std::uniform_real_distribution<double> u(ranges[k].first, ranges[k].second), t(-1.0, 1.0);
+    for (auto& e : x[k]) e = u(gen);
+    for (auto& e : v[k]) e = t(gen);
+  }
+  const auto along = [&](double h) {
+    auto a = x;
+    for (std::size_t k = 0; k < N; ++k) a[k] += h * v[k];
+    return a;
+  };
+  const auto value = [&](const std::array<xt::xarray<double>, N>& a) {
+    return std::apply([&](const auto&... ai) { return evaluator::value(f, ai...); }, a);
+  };
+  const auto expect_near = [](const auto& got, const xt::xarray<double>& want, const char* what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t j = 0; j < want.size(); ++j)
+      EXPECT_TRUE(near_rel(got.flat(j), want.flat(j), 1e-6)) << what << "[" << j << "]";
+  };
+  [&]<std::size_t... k>(std::index_sequence<k...>) {
+    const auto [y, jv] = mg::jvp(f, std::tuple{x[k]...}, std::tuple{v[k]...});
+    const xt::xarray<double> y0 = value(x);
+    expect_near(y, y0, "jvp value");
+    const xt::xarray<double> fd = (value(along(fd_step)) - value(along(-fd_step))) / (2 * fd_step);
+    expect_near(jv, fd, "jvp tangent");
+    if (!second_order) return;
+    xt::xarray<double> w = xt::xarray<double>::from_shape(y0.shape());
+    std::uniform_real_distribution<double> u(0.5, 1.5);
+    for (auto& e : w) e = u(gen);
+    const auto weighted = [&f, &w](const auto&... a) { return sum(f(a...) * w); };
+    const auto hv =
+        as_tuple(mg::jvp(mg::grad(weighted), std::tuple{x[k]...}, std::tuple{v[k]...}).second);
+    const double h = 1e-5;
+    const auto gp =
+        std::apply([&](const auto&... a) { return evaluator::vjp<k...>(f, w, a...); }, along(h));
+    const auto gm =
+        std::apply([&](const auto&... a) { return evaluator::vjp<k...>(f, w, a...); }, along(-h));
+    (expect_near(std::get<k>(hv), xt::xarray<double>((std::get<k>(gp) - std::get<k>(gm)) / (2 * h)),
+                 "Hessian-vector product"),
+     ...);
+  }
+  (std::make_index_sequence<N>{});
+}
+
+}  // namespace mg_test

@@ -24,6 +24,7 @@ struct element_family {};  // SIMD packs
 struct array_family {};    // xtensor arrays (the static engine's general path)
 struct expr_family {};
 struct tensor_family {};
+struct dual_family {};  // xtensor arrays with tangents: Note [Dual arrays] (xt_dual.hpp)
 
 template <class T>
 struct family_of_impl {
@@ -44,15 +45,21 @@ using family_of_t = typename family_of_impl<std::remove_cvref_t<T>>::type;
 
 // Two families joined: a number joins anything, equal families stay, an array joins a static-engine
 // expression as one of its constants (data a traced function captured: Note [Captured arrays] in
-// <metagrad/xtensor.hpp>), anything else is void.
+// <metagrad/xtensor.hpp>) and an array with a tangent as a constant too (Note [Dual arrays]),
+// anything else is void.
 template <class A, class B>
 using join2_t = std::conditional_t<
     std::is_same_v<A, number_family>, B,
     std::conditional_t<
         std::is_same_v<B, number_family> || std::is_same_v<A, B>, A,
-        std::conditional_t<(std::is_same_v<A, array_family> && std::is_same_v<B, expr_family>) ||
-                               (std::is_same_v<A, expr_family> && std::is_same_v<B, array_family>),
-                           expr_family, void>>>;
+        std::conditional_t<
+            (std::is_same_v<A, array_family> && std::is_same_v<B, expr_family>) ||
+                (std::is_same_v<A, expr_family> && std::is_same_v<B, array_family>),
+            expr_family,
+            std::conditional_t<
+                (std::is_same_v<A, array_family> && std::is_same_v<B, dual_family>) ||
+                    (std::is_same_v<A, dual_family> && std::is_same_v<B, array_family>),
+                dual_family, void>>>>;
 
 template <class... F>
 struct join;
@@ -72,11 +79,12 @@ template <class... X>
 concept Operands = (!std::is_void_v<family_of_t<X>> && ...) && !std::is_void_v<family_t<X...>>;
 
 /// Operands of the generic operators (+, -, *, /, comparisons): at least one is a static-engine
-/// expression. Operators on tensors are overloads of their own, taking the tensor operand as
-/// detail::tracked so that they capture the caller's site (Note [Call sites]); numbers and packs
-/// have their own operators.
+/// expression or an array with a tangent (Note [Dual arrays]). Operators on tensors are overloads
+/// of their own, taking the tensor operand as detail::tracked so that they capture the caller's
+/// site (Note [Call sites]); numbers and packs have their own operators.
 template <class... X>
-concept OperatorOperands = Operands<X...> && std::is_same_v<family_t<X...>, expr_family>;
+concept OperatorOperands = Operands<X...> &&
+    (std::is_same_v<family_t<X...>, expr_family> || std::is_same_v<family_t<X...>, dual_family>);
 
 /// The other operand of an operator on a tensor: a tensor or a number.
 template <class X>
@@ -118,7 +126,7 @@ template <class Op, class... X>
 MG_HD MG_INLINE constexpr auto call(const Op& op, const X&... x) {
   using F = family_t<X...>;
   if constexpr (std::is_same_v<F, expr_family> || std::is_same_v<F, tensor_family> ||
-                std::is_same_v<F, array_family>) {
+                std::is_same_v<F, array_family> || std::is_same_v<F, dual_family>) {
     return apply_in(F{}, op, x...);
   } else {
     return op.forward(x...);

@@ -68,7 +68,8 @@ requires std::is_arithmetic_v<C> && std::is_arithmetic_v<A> && std::is_arithmeti
 template <class C, class A, class B, class W = where_op>
 requires std::is_same_v<family_t<C, A, B>, expr_family> ||
     std::is_same_v<family_t<C, A, B>, tensor_family> ||
-    std::is_same_v<family_t<C, A, B>, array_family>
+    std::is_same_v<family_t<C, A, B>, array_family> ||
+    std::is_same_v<family_t<C, A, B>, dual_family>
 auto select(const C& c, const A& a, const B& b) { return call(W{}, c, a, b); }
 
 }  // namespace mg::detail

@@ -488,6 +488,20 @@ auto reduce_to_shape(const G& g, const std::vector<std::size_t>& xs) {
   return r;
 }
 
+// An array argument's gradient holder: the argument's own container type when it is a
+// row-major one, else an xt::xarray. (The loops write gradients in row-major order, so a
+// column-major container would get its elements transposed.)
+template <class A, class T>
+auto gradient_like(const A& a) {
+  using R = std::remove_cvref_t<A>;
+  if constexpr (requires { R::from_shape(a.shape()); } && std::is_same_v<xt_value_t<R>, T> &&
+                R::static_layout == xt::layout_type::row_major) {
+    return R::from_shape(a.shape());
+  } else {
+    return xt::xarray<T>::from_shape(a.shape());
+  }
+}
+
 // Sums a gradient g (in an op's output shape) back to the shape of the input x it belongs to.
 template <class G, class X>
 auto reduce_to_shape_of(const G& g, const X& x) {

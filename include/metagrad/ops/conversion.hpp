@@ -13,6 +13,7 @@ namespace mg {
 struct to_dtype_op {
   static constexpr const char* name = "to";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::nothing;
   dtype to, from;
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::to_dtype(x, to); }
@@ -23,6 +24,7 @@ struct to_dtype_op {
 struct to_device_op {
   static constexpr const char* name = "to_device";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::nothing;
   device to, from;
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::to_device(x, to); }
@@ -33,6 +35,7 @@ struct to_device_op {
 struct contiguous_op {
   static constexpr const char* name = "contiguous";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::nothing;
   static auto forward(const auto& x) { return detail::algebra<decltype(x)>::contiguous(x); }
   // d/dx copy(x) = 1
@@ -43,6 +46,7 @@ struct contiguous_op {
 struct clone_op {
   static constexpr const char* name = "clone";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::nothing;
   static auto forward(const auto& x) { return detail::algebra<decltype(x)>::clone(x); }
   // d/dx copy(x) = 1

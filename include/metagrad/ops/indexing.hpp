@@ -43,6 +43,7 @@ auto index_select(const X& x, std::int64_t dim, const std::vector<std::int64_t>&
 struct embed_op {
   static constexpr const char* name = "slice_backward";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::nothing;
   shape_t shape;
   detail::slice_range r;
@@ -68,6 +69,7 @@ struct embed_op {
 struct slice_op {
   static constexpr const char* name = "slice";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::input_shapes;
   detail::slice_spec s;
   auto forward(const auto& x) const {
@@ -91,6 +93,7 @@ auto slice(const X& x, std::int64_t dim, std::optional<std::int64_t> start,
 struct select_op {
   static constexpr const char* name = "select";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::input_shapes;
   std::int64_t dim, index;
   detail::slice_range at(const shape_t& xs) const {
@@ -119,6 +122,7 @@ auto select(const X& x, std::int64_t dim, std::int64_t index, call_site site) {
 struct index_add_op {
   static constexpr const char* name = "index_select_backward";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::nothing;
   shape_t shape;
   std::size_t dim;
@@ -136,6 +140,7 @@ struct index_add_op {
 struct index_select_op {
   static constexpr const char* name = "index_select";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::input_shapes;
   std::int64_t dim;
   std::vector<std::int64_t> index;
@@ -173,6 +178,7 @@ template <std::size_t N>
 struct cat_op {
   static constexpr const char* name = "cat";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::input_shapes;
   std::int64_t dim = 0;
   template <class... X>

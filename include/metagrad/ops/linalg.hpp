@@ -42,6 +42,7 @@ auto transposed(const X& x) {
 struct matmul_op {
   static constexpr const char* name = "matmul";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::separately;
   static constexpr auto saves = saved::inputs;
   // the gradient of a reads b, that of b reads a (bit j: input j): with only a requiring grad,
   // only b is saved
@@ -108,6 +109,7 @@ void check_vectors(const A& a, const B& b, const char* op, bool same_length) {
 struct dot_op {
   static constexpr const char* name = "dot";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::separately;
   static constexpr auto saves = saved::inputs;
   static auto forward(const auto& a, const auto& b) {
     if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(a)>>)
@@ -131,6 +133,7 @@ auto dot(const A& a, const B& b, call_site site = {}) {
 struct outer_op {
   static constexpr const char* name = "outer";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::separately;
   static constexpr auto saves = saved::inputs;
   static auto forward(const auto& a, const auto& b) {
     if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(a)>>)

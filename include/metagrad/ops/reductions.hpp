@@ -41,6 +41,7 @@ auto unreduce(const G& g, const X& x, const reduce_dims& r) {
 struct sum_op {
   static constexpr const char* name = "sum";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::input_shapes;
   detail::reduce_dims r;
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::sum(x, r); }
@@ -204,6 +205,7 @@ double reduced_count(const X& x, const reduce_dims& r, const char* op) {
 struct mean_op {
   static constexpr const char* name = "mean";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::input_shapes;
   detail::reduce_dims r;
   auto forward(const auto& x) const {

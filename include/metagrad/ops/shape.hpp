@@ -45,6 +45,7 @@ auto reshape(const X& x, const shape_t& shape, call_site site = {});
 struct expand_op {
   static constexpr const char* name = "expand";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::inputs;
   shape_t shape;
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::broadcast(x, shape); }
@@ -63,6 +64,7 @@ auto expand(const X& x, const shape_t& shape, call_site site) {
 struct sum_to_op {
   static constexpr const char* name = "sum_to";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::input_shapes;
   shape_t shape;
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::sum_to(x, shape); }
@@ -81,6 +83,7 @@ auto sum_to(const X& x, const shape_t& shape, call_site site) {
 struct unsqueeze_op {
   static constexpr const char* name = "unsqueeze";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::nothing;
   std::ptrdiff_t axis;
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::unsqueeze(x, axis); }
@@ -97,6 +100,7 @@ auto unsqueeze(const X& x, std::int64_t axis, call_site site = {}) {
 struct transpose_op {
   static constexpr const char* name = "transpose";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::nothing;
   static auto forward(const auto& x) { return detail::algebra<decltype(x)>::transpose(x); }
   // d/dx x^T = g^T
@@ -111,6 +115,7 @@ auto transpose(const X& x, call_site site) { return detail::call_at(site, transp
 struct reshape_op {
   static constexpr const char* name = "reshape";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::input_shapes;
   detail::shape_rule rule;
   auto forward(const auto& x) const {
@@ -158,6 +163,7 @@ auto squeeze(const X& x, std::int64_t dim, call_site site = {}) {
 struct permute_op {
   static constexpr const char* name = "permute";
   static constexpr bool elementwise = false;
+  static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::nothing;
   detail::permutation p;
   auto forward(const auto& x) const {
