@@ -127,6 +127,14 @@ TEST(ArrayTransforms, JacobianOnArrays) {
   for (std::size_t i = 0; i < 2; ++i)
     for (std::size_t k = 0; k < 3; ++k) EXPECT_TRUE(near_rel(J(i, k), ex(i) * A(i, k), 1e-12));
 
+  // more output than input elements: forward mode (the above, 2 from 3, ran in reverse)
+  const arr Jo = mg::jacobian([](auto x) { return mg::outer(x, x); })(x);
+  ASSERT_EQ(Jo.shape(), (std::vector<std::size_t>{3, 3, 3}));
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 3; ++j)
+      for (std::size_t k = 0; k < 3; ++k)
+        EXPECT_TRUE(near_rel(Jo(i, j, k), (i == k ? x(j) : 0.0) + (j == k ? x(i) : 0.0), 1e-14));
+
   // two arguments, one a number: a block each, of shape f(x).shape ++ argument.shape
   const auto g = [](auto m, auto s) { return m * s; };
   const arr m = randn({2, 2}, 16);

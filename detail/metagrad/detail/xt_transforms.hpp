@@ -4,7 +4,9 @@
 // - jvp: f called once on dual arrays (the primals with their tangents): {f(x), J v}.
 // - vjp: one forward and one reverse sweep of the general evaluator, seeded with u.
 // - jacobian: forward mode, one call of f on dual arrays per element of the arguments, each
-//   giving one column of J; a block has the shape f(x).shape ++ x.shape.
+//   giving one column of J, or, for a function with fewer output elements than input elements,
+//   reverse mode, one sweep per output element giving one row; a block has the shape
+//   f(x).shape ++ x.shape.
 // - hessian = jacobian(grad(f)): grad's reverse sweep run on dual arrays, one pass per element.
 // - grad of a transform (a gradient): like jacobian, for a function with one value; the
 //   gradients come back in the arguments' types.
@@ -162,8 +164,19 @@ struct tangent_transforms {
     const R r0 = std::apply(f, d);
     std::array<std::array<xt::xarray<T>, sizeof...(I)>, m> J;
     shape_blocks<T, I...>(r0, d, J, std::make_index_sequence<m>{});
-    all_columns<T, m>(f, d, J, std::index_sequence<I...>{},
-                      std::make_index_sequence<sizeof...(I)>{});
+    // a function of one value with fewer output than input elements (a loss): reverse mode,
+    // one sweep per output element, unless f is itself a transform (not traceable)
+    bool reverse = false;
+    if constexpr (!tuple_like<R> && !is_transform_v<F>)
+      reverse = output<0, T>(r0).value.size() < (std::get<I>(d).value.size() + ... + 0);
+    if (reverse) {
+      if constexpr (!tuple_like<R> && !is_transform_v<F>)
+        reverse_rows<T, I...>(f, d, J[0], output<0, T>(r0).value,
+                              std::make_index_sequence<sizeof...(I)>{});
+    } else {
+      all_columns<T, m>(f, d, J, std::index_sequence<I...>{},
+                        std::make_index_sequence<sizeof...(I)>{});
+    }
     if constexpr (tuple_like<R>) {
       return rows<T, sizeof...(I)>(J, std::make_index_sequence<m>{});
     } else {
@@ -202,6 +215,27 @@ struct tangent_transforms {
       (scatter(output<c, T>(r).tangent, blocks[c][j], k, n), ...);
     }
     t.fill(T(0));
+  }
+  // row e of every block: the gradients of sum(e_i * f), one reverse sweep
+  template <class T, std::size_t... I, class F, class D, class Row, std::size_t... j>
+  static void reverse_rows(const F& f, const D& d, Row& row, const work_array<T>& out,
+                           std::index_sequence<j...>) {
+    work_array<T> e = work_array<T>::from_shape(out.shape());
+    e.fill(T(0));
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      e.data()[i] = T(1);
+      const auto g = vjp_values<I...>(f, e, d, std::make_index_sequence<std::tuple_size_v<D>>{});
+      (put_row(row[j], std::get<j>(g), i), ...);
+      e.data()[i] = T(0);
+    }
+  }
+  template <std::size_t... I, class F, class S, class D, std::size_t... a>
+  static auto vjp_values(const F& f, const S& seed, const D& d, std::index_sequence<a...>) {
+    return evaluator<Family>::template vjp<I...>(f, seed, std::get<a>(d).value...);
+  }
+  template <class T, class G>
+  static void put_row(xt::xarray<T>& block, const G& g, std::size_t i) {
+    for (std::size_t k = 0; k < g.size(); ++k) block.data()[i * g.size() + k] = g.data()[k];
   }
   template <class T>
   static void scatter(const work_array<T>& t, xt::xarray<T>& block, std::size_t k, std::size_t n) {
