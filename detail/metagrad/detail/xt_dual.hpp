@@ -318,7 +318,8 @@ struct algebra_impl<dual_array<T>> {
 };
 
 // The static engine's sweep on dual arrays: xt_policy, with dual gradients summed to the shape
-// of the value they belong to by the sum_to op (whose tangent follows).
+// of the value they belong to by the sum_to op (whose tangent follows), and shape-only stand-ins
+// for dual arrays as for arrays.
 struct dual_policy : xt_policy {
   template <class G, class X>
   static auto reduce_like(G&& g, const X& x) {
@@ -332,6 +333,13 @@ struct dual_policy : xt_policy {
       return xt_policy::reduce_like(std::forward<G>(g), primal(x));
     }
   }
+  // a dual array that no wanted gradient reads (Note [Wanted gradients]: the operand of a
+  // matmul with a constant) is a shape-only stand-in for its value, so the constant's gradient
+  // is not computed
+  using xt_policy::unread;
+  template <class X>
+  requires is_dual_v<X>
+  static auto unread(const X& x) { return xt_policy::unread(x.value); }
 };
 
 // grad and value_and_grad at dual arrays: the reverse sweep of the traced function, every value
