@@ -352,9 +352,19 @@ struct evaluator<dual_family> {
     static_assert(!is_transform_v<F>,
                   "metagrad: derivatives of third order on arrays are not supported (second "
                   "order is: mg::hessian, mg::jvp of mg::grad)");
+    using T = dual_value_t<A...>;
+    if constexpr (is_transform_v<F>) {  // after the assertion: no cascade
+      return std::pair{dual_array<T>{}, std::tuple{(void(I), dual_array<T>{})...}};
+    } else {
+      return sweep_grad<T, I...>(f, args...);
+    }
+  }
+
+ private:
+  template <class T, std::size_t... I, class F, class... A>
+  static auto sweep_grad(const F& f, const A&... args) {
     using E = traced_t<F, sizeof...(A)>;
     const E e = trace(f, std::index_sequence_for<A...>{});
-    using T = dual_value_t<A...>;
     using Args = tuple<const A&...>;
     const Args a{{args}...};
     sweep<E, Args, dual_policy, dual_array<T>> s(e, a);
@@ -372,7 +382,6 @@ struct evaluator<dual_family> {
         std::tuple{as_dual<T>(s.template gradient<I>(seed, zero_of<T>(std::get<I>(all))))...}};
   }
 
- private:
   template <class T, class A>
   static dual_array<T> zero_of(const A& a) {
     dual_array<T> z = as_dual<T>(primal(a));

@@ -57,7 +57,11 @@ struct tangent_transforms {
     static_assert(!returns_tuple_v<F, sizeof...(X)>,
                   "metagrad: vjp of a function of arrays returning several values is not "
                   "supported; take the vjp of each value");
-    return vjp_at(f, x, u, std::index_sequence_for<X...>{});
+    if constexpr (!returns_tuple_v<F, sizeof...(X)>) {
+      return vjp_at(f, x, u, std::index_sequence_for<X...>{});
+    } else {  // after the assertion: no cascade
+      return std::pair<xt::xarray<xt_element_t<X...>>, xt::xarray<xt_element_t<X...>>>{};
+    }
   }
 
   // The blocks of the Jacobian for arguments I... (all when none is named).
