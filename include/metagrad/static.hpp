@@ -163,10 +163,11 @@ struct refine_family<scalar_family, F, N> {
   using type = typename constants_family<traced_t<typename innermost<F>::type, N>>::type;
 };
 
-// Is F one of the transforms below (a function that is not traced, but computes derivatives)?
+// Is F one of the transforms below (a function that is not traced, but computes derivatives;
+// component_of is one when the function inside it is)?
 template <class F>
-concept is_transform_v = requires {
-  F::mg_transform;
+concept Transform = requires {
+  requires bool(F::mg_transform);
 };
 
 // Does a family's evaluator differentiate a transform by tangents (arrays: Note [Dual arrays])?
@@ -202,7 +203,7 @@ struct grad_transform {
     // an evaluator that builds the final results in place says so (xtensor.hpp): no copy of them
     constexpr bool in_place = requires { evaluator<Family>::builds_final_result; };
     return [&]<std::size_t... J>(std::index_sequence<J...>) {
-      if constexpr (is_transform_v<F> && TangentFamily<Family>) {
+      if constexpr (Transform<F> && TangentFamily<Family>) {
         // the gradient of a gradient on arrays: forward mode over f (Note [Dual arrays])
         return evaluator<Family>::template grad_by_tangents<ValueToo, J...>(f, args...);
       } else if constexpr (in_place && ValueToo) {
@@ -232,7 +233,7 @@ concept tuple_like = requires {
 // Component K of f's result, as a function (f itself when f returns one value).
 template <std::size_t K, class F>
 struct component_of {
-  static constexpr bool mg_transform = is_transform_v<F>;
+  static constexpr bool mg_transform = Transform<F>;
   using mg_inner = F;
   F f;
   template <class... A>
@@ -443,8 +444,9 @@ constexpr auto vjp_numbers(const F& f, const std::tuple<X...>& primals, const U&
 /// auto [y, ty] = mg::jvp(f, std::tuple{2.0, 3.0}, std::tuple{1.0, 0.0});   // ty = df/dx
 /// auto hv = mg::jvp(mg::grad(f), std::tuple{2.0, 3.0}, std::tuple{1.0, 0.5}).second;  // H v
 /// ```
-/// Primals and tangents are floating-point numbers (for mg::tensor:
-/// mg::autograd::functional::jvp).
+/// Primals and tangents are floating-point numbers, or xtensor arrays (then f runs on dual
+/// arrays, and the value and tangent come back as xt::xarray: Note [Dual arrays]); for
+/// mg::tensor, mg::autograd::functional::jvp.
 template <class F, class... X, class... V>
 constexpr auto jvp(const F& f, const std::tuple<X...>& primals, const std::tuple<V...>& tangents) {
   static_assert(sizeof...(X) == sizeof...(V), "metagrad: jvp takes one tangent per primal");
@@ -467,6 +469,8 @@ constexpr auto jvp(const F& f, const std::tuple<X...>& primals, const std::tuple
 /// ```cpp
 /// auto [y, g] = mg::vjp(f, std::tuple{2.0, 3.0}, 0.5);   // g = 0.5 * grad(f)(2.0, 3.0)
 /// ```
+/// With xtensor arrays among the primals, u has f's shape (a number for one value) and the value
+/// comes back as an xt::xarray.
 template <class F, class... X, class U>
 constexpr auto vjp(const F& f, const std::tuple<X...>& primals, const U& cotangent) {
   using Family = detail::evaluator_family_t<X...>;

@@ -349,11 +349,11 @@ template <>
 struct evaluator<dual_family> {
   template <std::size_t... I, class F, class... A>
   static auto value_and_grad(const F& f, const A&... args) {
-    static_assert(!is_transform_v<F>,
+    static_assert(!Transform<F>,
                   "metagrad: derivatives of third order on arrays are not supported (second "
                   "order is: mg::hessian, mg::jvp of mg::grad)");
     using T = dual_value_t<A...>;
-    if constexpr (is_transform_v<F>) {  // after the assertion: no cascade
+    if constexpr (Transform<F>) {  // after the assertion: no cascade
       return std::pair{dual_array<T>{}, std::tuple{(void(I), dual_array<T>{})...}};
     } else {
       return sweep_grad<T, I...>(f, args...);

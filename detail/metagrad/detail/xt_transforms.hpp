@@ -171,10 +171,10 @@ struct tangent_transforms {
     // a function of one value with fewer output than input elements (a loss): reverse mode,
     // one sweep per output element, unless f is itself a transform (not traceable)
     bool reverse = false;
-    if constexpr (!tuple_like<R> && !is_transform_v<F>)
+    if constexpr (!tuple_like<R> && !Transform<F>)
       reverse = output<0, T>(r0).value.size() < (std::get<I>(d).value.size() + ... + 0);
     if (reverse) {
-      if constexpr (!tuple_like<R> && !is_transform_v<F>)
+      if constexpr (!tuple_like<R> && !Transform<F>)
         reverse_rows<T, I...>(f, d, J[0], output<0, T>(r0).value,
                               std::make_index_sequence<sizeof...(I)>{});
     } else {
