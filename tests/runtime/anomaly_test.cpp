@@ -20,28 +20,16 @@
 
 using mg::tensor;
 using mg::tensor_list;
+using mg_test::error_of;
+using mg_test::leaf;
 using mg_test::values;
 
 namespace {
 
 const double inf = std::numeric_limits<double>::infinity();
 
-tensor leaf(std::initializer_list<double> v) { return tensor(v).requires_grad_(); }
-
 // "file:line " of a line of this file, as the messages write a call site.
 std::string here(int line) { return std::string(__FILE__) + ":" + std::to_string(line) + " "; }
-
-// The message of the mg::error f throws (a failure if it throws none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const mg::error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected mg::error";
-  return {};
-}
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;

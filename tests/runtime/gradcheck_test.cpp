@@ -15,24 +15,13 @@ using mg::tensor;
 using mg::tensor_list;
 using mg::autograd::gradcheck;
 using mg::autograd::gradgradcheck;
+using mg_test::error_of;
 using mg_test::expect_error;
 
 namespace {
 
-tensor leaf(const mg::shape_t& shape) {
+tensor random_leaf(const mg::shape_t& shape) {
   return mg::randn(shape, {.dtype = mg::f64, .requires_grad = true});
-}
-
-// The message of the mg::error f throws (a test failure if it throws none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const mg::error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected mg::error";
-  return {};
 }
 
 // The number printed right after `key` in msg (NaN if key is not there).
@@ -120,7 +109,7 @@ struct drifting_square {
 
 TEST(Gradcheck, ElementwiseWithBroadcasting) {
   mg::manual_seed(1);
-  tensor x = leaf({2, 3}), y = leaf({3}), z = leaf({2, 1});
+  tensor x = random_leaf({2, 3}), y = random_leaf({3}), z = random_leaf({2, 1});
   const tensor x_before = x.clone().detach();
   EXPECT_TRUE(gradcheck(
       [](const tensor_list& in) {
@@ -134,7 +123,7 @@ TEST(Gradcheck, ElementwiseWithBroadcasting) {
 
 TEST(Gradcheck, MatmulAndReductions) {
   mg::manual_seed(2);
-  tensor a = leaf({2, 3}), b = leaf({3, 4});
+  tensor a = random_leaf({2, 3}), b = random_leaf({3, 4});
   EXPECT_TRUE(gradcheck([](const tensor_list& in) { return mg::matmul(in[0], in[1]); }, {a, b}));
   EXPECT_TRUE(gradcheck([](const tensor_list& in) { return (in[0] * in[0]).sum(1); }, {a}));
   EXPECT_TRUE(gradcheck([](const tensor_list& in) { return mg::mean(mg::exp(in[0]), 0); }, {a}));
@@ -144,7 +133,7 @@ TEST(Gradcheck, MatmulAndReductions) {
 
 TEST(Gradcheck, SeveralOutputsAndZeroDim) {
   mg::manual_seed(3);
-  tensor x = leaf({2, 3}), y = leaf({3});
+  tensor x = random_leaf({2, 3}), y = random_leaf({3});
   tensor s = mg::tensor(0.7).requires_grad_();
   EXPECT_TRUE(gradcheck(
       [](const tensor_list& in) -> tensor_list {
@@ -159,7 +148,7 @@ TEST(Gradcheck, SeveralOutputsAndZeroDim) {
 
 TEST(Gradcheck, SameInputTwice) {
   mg::manual_seed(8);
-  tensor x = leaf({3});
+  tensor x = random_leaf({3});
   // autograd::grad gives d(x * x)/dx = 2x in both slots; perturbing the one tensor moves both
   EXPECT_TRUE(gradcheck([](const tensor_list& in) { return in[0] * in[1]; }, {x, x}));
   EXPECT_TRUE(gradgradcheck([](const tensor_list& in) { return in[0] * mg::sin(in[1]); }, {x, x}));
@@ -167,20 +156,20 @@ TEST(Gradcheck, SameInputTwice) {
 
 TEST(Gradcheck, InputWithoutGradIsSkipped) {
   mg::manual_seed(4);
-  tensor a = leaf({2, 3});
+  tensor a = random_leaf({2, 3});
   auto fn = [](const tensor_list& in) { return mg::apply<wrong_mul>(in[0], in[1].to(mg::f64)); };
   // the second input's gradient is wrong, but it is not differentiated (and may be f32)
   tensor c = mg::randn({2, 3});
   ASSERT_EQ(c.dtype(), mg::f32);
   EXPECT_TRUE(gradcheck(fn, {a, c}));
   // the same input requiring grad is checked, and fails
-  tensor b = leaf({2, 3});
+  tensor b = random_leaf({2, 3});
   EXPECT_FALSE(gradcheck(fn, {a, b}, {.raise_exception = false}));
 }
 
 TEST(Gradcheck, CorrectFunction) {
   mg::manual_seed(5);
-  tensor x = leaf({3, 2}), y = leaf({2});
+  tensor x = random_leaf({3, 2}), y = random_leaf({2});
   EXPECT_TRUE(gradcheck([](const tensor_list& in) { return mg::apply<cube_fn>(in[0]); }, {x}));
   EXPECT_TRUE(
       gradcheck([](const tensor_list& in) { return mg::apply<cube_fn>(in[0]) * in[1]; }, {x, y}));
@@ -205,7 +194,7 @@ TEST(Gradcheck, WrongBackwardFails) {
 
 TEST(Gradcheck, OutputsWithoutGrad) {
   mg::manual_seed(6);
-  tensor x = leaf({3});
+  tensor x = random_leaf({3});
   // an output that does not depend on the inputs: zero Jacobian, passes
   EXPECT_TRUE(gradcheck(
       [](const tensor_list& in) -> tensor_list {
@@ -225,7 +214,7 @@ TEST(Gradcheck, OutputsWithoutGrad) {
 }
 
 TEST(Gradcheck, InputErrors) {
-  tensor x = leaf({2});
+  tensor x = random_leaf({2});
   tensor f = mg::randn({2}, {.requires_grad = true});  // f32
   expect_error(
       [&] {
@@ -271,7 +260,8 @@ TEST(Gradcheck, Tolerances) {
 
 TEST(Gradgradcheck, CorrectFunctionsPass) {
   mg::manual_seed(7);
-  tensor x = leaf({2, 3}), y = leaf({3}), a = leaf({2, 3}), b = leaf({3, 2});
+  tensor x = random_leaf({2, 3}), y = random_leaf({3}), a = random_leaf({2, 3}),
+         b = random_leaf({3, 2});
   EXPECT_TRUE(gradgradcheck([](const tensor_list& in) { return mg::sin(in[0]) * in[1]; }, {x, y}));
   EXPECT_TRUE(gradgradcheck([](const tensor_list& in) { return in[0] * in[0] * in[0]; }, {x}));
   EXPECT_TRUE(gradgradcheck([](const tensor_list& in) { return mg::exp(in[0]); }, {x}));

@@ -13,11 +13,9 @@
 
 using mg::tensor;
 using mg_test::expect_error;
+using mg_test::leaf;
 
 namespace {
-tensor leaf(std::initializer_list<double> v) {
-  return tensor(xt::xarray<double>(xt::adapt(std::vector<double>(v)))).requires_grad_();
-}
 double at(const tensor& t, std::size_t i) { return t.to_xtensor<double>().flat(i); }
 }  // namespace
 

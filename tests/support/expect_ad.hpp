@@ -14,7 +14,8 @@
 //     Hessian-vector product through create_graph; f32 on a sample;
 // and where the binary has the Thrust backend (see cpu_legs and device_legs below):
 //   - the runtime engine on device cuda (the Thrust backend), the same array checks, f64 and f32;
-//   - with MG_TEST_TRANSFORMS (a translation unit that can include <metagrad/cuda.hpp>: the
+//   - with MG_TEST_TRANSFORMS (a translation unit that can include <metagrad/cuda/transforms.hpp>:
+//   the
 //     CPP and OMP device systems): mg::cuda::map/grad/value_and_grad/vjp for elementwise f,
 //     against the CPU static engine.
 #pragma once

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <tuple>
@@ -206,6 +207,21 @@ void expect_error(F&& f, std::initializer_list<std::string> parts) {
       EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
   }
 }
+
+// The message of the mg::error f throws (a test failure if it throws none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const mg::error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected mg::error";
+  return {};
+}
+
+// A float64 leaf that requires grad, with the given elements (rank 1).
+inline mg::tensor leaf(std::initializer_list<double> v) { return mg::tensor(v).requires_grad_(); }
 
 // The elements of t, in order, as doubles.
 inline std::vector<double> values(const mg::tensor& t) {

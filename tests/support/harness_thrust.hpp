@@ -24,7 +24,7 @@
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
 
-#include <metagrad/cuda.hpp>
+#include <metagrad/cuda/transforms.hpp>
 #include <metagrad/static.hpp>
 
 #include "support/harness.hpp"

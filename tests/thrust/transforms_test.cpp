@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <thrust/device_vector.h>
 
-#include <metagrad/cuda.hpp>
+#include <metagrad/cuda/transforms.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
 
