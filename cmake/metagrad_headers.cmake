@@ -41,6 +41,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/dispatch.hpp
   detail/metagrad/detail/element_math.hpp
   detail/metagrad/detail/gemm.hpp
+  detail/metagrad/detail/isa.hpp
   detail/metagrad/detail/simd.hpp
   detail/metagrad/detail/tuple.hpp
   detail/metagrad/detail/type_list.hpp

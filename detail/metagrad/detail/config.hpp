@@ -1,6 +1,8 @@
 // Execution-space and inlining macros, and every compiler workaround, in one place.
 #pragma once
 
+#include <metagrad/detail/isa.hpp>  // the instruction-set check every program runs before main
+
 // MG_HD marks functions that run on the host and, under nvcc, on the device. CCCL 3 no longer
 // defines __host__/__device__ for plain host compilers, so we never spell them directly.
 #if defined(__CUDACC__)
