@@ -102,7 +102,8 @@ void check_special_values() {
   EXPECT_EQ(s[1], T(0));
   EXPECT_TRUE(std::signbit(s[1])) << "sin(-0) is -0";
   EXPECT_EQ(c[1], T(1));
-  EXPECT_LE(ulp_error(s[2], std::sin(0.25L)), 1.0);
+  sin(P(T(0.25))).store(s);  // (a pack of two doubles has no third lane)
+  EXPECT_LE(ulp_error(s[0], std::sin(0.25L)), 1.0);
   for (T special : {inf, -inf, nan}) {
     sin(P(special)).store(s);
     cos(P(special)).store(c);

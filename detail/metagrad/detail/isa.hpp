@@ -2,8 +2,8 @@
 //
 // Note [Instruction set]: metagrad's fused loops are xsimd code instantiated in the user's
 // translation units, so they use the instruction set those are compiled for: SSE2 only under
-// the compilers' defaults, AVX2 and FMA with -march=x86-64-v3 (4x faster on the 1e6-element loss
-// of benchmarks/fused_sum.cpp, docs/performance.md "Compiler flags"). The CMake target
+// the compilers' defaults, AVX2 and FMA with -march=x86-64-v3 (4.5x faster on the 1e6-element
+// loss of benchmarks/fused_sum.cpp, docs/performance.md "Compiler flags"). The CMake target
 // metagrad::metagrad therefore carries the instruction set (METAGRAD_ARCH, cmake/arch.cmake): by
 // default x86-64-v3 when the building machine has it and the user's flags name no -march.
 //

@@ -28,6 +28,19 @@ namespace mg::detail {
 // (where the three-part reduction loses accuracy), infinities included, take xsimd's own
 // functions: one branch per pack, not taken in practice. Accuracy is tested against std::sin
 // and std::cos in tests/static/simd_trig_test.cpp.
+//
+// The reduction r = |x| - j (p1 + p2 + ...) needs each product j p_k exactly. With a fused
+// multiply-add (x86-64-v3, AVX-512, AArch64) fnma rounds once, after the exact product; without
+// one (SSE2, the compilers' default on x86-64) j p_k is rounded first, which near the zeros of
+// sin and cos left errors of up to 90,000 ulp in double and 245 ulp in float. So those builds
+// split pi/2 into parts with few significant bits (33 for double, 11 for float: j < 2^20 and
+// 2^13 below the limits), whose products with j are exact, and a last part at full precision.
+#if defined(__FMA__) || defined(__AVX512F__) || defined(__aarch64__)
+inline constexpr bool fused_multiply_add = true;
+#else
+inline constexpr bool fused_multiply_add = false;
+#endif
+
 template <class T>
 struct trig_coefficients;
 template <>
@@ -37,6 +50,14 @@ struct trig_coefficients<float> {
   // pi/2 = p1 + p2 + p3 + p4; p1 and p2 have few significant bits, so x - j*p1 - j*p2 is exact
   static constexpr float p1 = 1.5703125f, p2 = 4.837512969970703125e-4f,
                          p3 = 7.54978995489188216e-8f, p4 = -1.7151245100058819e-15f;
+  // pi/2 in parts of at most 11 significant bits (all but the last), for builds without FMA
+  static constexpr float exact_parts[] = {1.5703125f,
+                                          4.8375129699707031e-4f,
+                                          7.5495336204767227e-8f,
+                                          2.5632829192545614e-12f,
+                                          6.1257422745431001e-17f,
+                                          -2.5080116172607799e-20f,
+                                          -2.6718908186452923e-24f};
   static constexpr float sin_c[] = {-1.9515295891e-4f, 8.3321608736e-3f, -1.6666654611e-1f};
   static constexpr float cos_c[] = {2.443315711809948e-5f, -1.388731625493765e-3f,
                                     4.166664568298827e-2f};
@@ -47,6 +68,10 @@ struct trig_coefficients<double> {
   static constexpr double two_over_pi = 0.636619772367581343;
   static constexpr double p1 = 1.57079625129699707031, p2 = 7.54978941586159635336e-8,
                           p3 = 5.39030285815811905290e-15, p4 = 8.4784276603689e-32;
+  // pi/2 in parts of at most 33 significant bits (all but the last), for builds without FMA
+  static constexpr double exact_parts[] = {1.57079632673412561417, 6.0771005063039659766e-11,
+                                           2.0222662487111664558e-21, 8.47842766034822932286e-32,
+                                           2.06703210982639879819e-43};
   static constexpr double sin_c[] = {1.58962301576546568060e-10, -2.50507477628578072866e-8,
                                      2.75573136213857245213e-6,  -1.98412698295895385996e-4,
                                      8.33333333332211858878e-3,  -1.66666666666666307295e-1};
@@ -76,10 +101,15 @@ MG_INLINE xsimd::batch<T, A> inline_trig(const xsimd::batch<T, A>& x) {
   using K = trig_coefficients<T>;
   const B ax = xsimd::abs(x);
   const B j = xsimd::nearbyint(ax * B(K::two_over_pi));  // the quadrant, j >= 0
-  B r = xsimd::fnma(j, B(K::p1), ax);
-  r = xsimd::fnma(j, B(K::p2), r);
-  r = xsimd::fnma(j, B(K::p3), r);
-  r = xsimd::fnma(j, B(K::p4), r);
+  B r = ax;
+  if constexpr (fused_multiply_add) {
+    r = xsimd::fnma(j, B(K::p1), r);
+    r = xsimd::fnma(j, B(K::p2), r);
+    r = xsimd::fnma(j, B(K::p3), r);
+    r = xsimd::fnma(j, B(K::p4), r);
+  } else {
+    for (const T p : K::exact_parts) r = r - j * B(p);
+  }
   const B z = r * r;
   const B s = xsimd::fma(r * z, horner(z, K::sin_c), r);
   const B c = xsimd::fma(z * z, horner(z, K::cos_c), xsimd::fnma(B(T(0.5)), z, B(T(1))));
