@@ -274,15 +274,7 @@ TEST(StaticXtensor, UnusedArgumentHasZeroGradient) {
   EXPECT_DOUBLE_EQ(gb(2), 0.0);
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const mg::error& e) {
-    return e.what();
-  }
-  return "no mg::error";
-}
+using mg_test::error_of;
 
 TEST(StaticXtensor, Errors) {
   const auto a = randn({2, 3}, 19), b = randn({2, 3}, 20), c = randn({4}, 21);

@@ -11,14 +11,28 @@
 
 #include <cmath>
 #include <cstddef>
+#include <string>
 #include <tuple>
 #include <utility>
 
 #include <gtest/gtest.h>
 
+#include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
 
 namespace mg_test {
+
+// The message of the mg::error f throws (a test failure if it throws none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const mg::error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected mg::error";
+  return {};
+}
 
 inline constexpr double fd_step = 1e-6;
 

@@ -208,18 +208,6 @@ void expect_error(F&& f, std::initializer_list<std::string> parts) {
   }
 }
 
-// The message of the mg::error f throws (a test failure if it throws none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const mg::error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected mg::error";
-  return {};
-}
-
 // A float64 leaf that requires grad, with the given elements (rank 1).
 inline mg::tensor leaf(std::initializer_list<double> v) { return mg::tensor(v).requires_grad_(); }
 

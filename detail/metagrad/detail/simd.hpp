@@ -273,7 +273,10 @@ struct pack {
   requires std::is_arithmetic_v<S> MG_INLINE friend pack pow(const pack& a, S p) {
     const double d = static_cast<double>(p);
     if (d == std::trunc(d) && std::fabs(d) <= 64) return xsimd::pow(a.v, static_cast<int>(d));
-    return xsimd::pow(a.v, batch(static_cast<T>(d)));
+    const batch r = xsimd::pow(a.v, batch(static_cast<T>(d)));
+    // xsimd's pow gives 0 at a = +-0 for every p; std::pow gives +inf for p < 0
+    if (d < 0) return xsimd::select(a.v == batch(T(0)), batch(T(INFINITY)), r);
+    return r;
   }
 };
 
