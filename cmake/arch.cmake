@@ -3,7 +3,7 @@
 # translation units, so they run with the instruction set those are compiled for: SSE2 under
 # the compilers' defaults, AVX2 and FMA with -march=x86-64-v3 (4.5x faster on the 1e6-element
 # loss of benchmarks/fused_sum.cpp). METAGRAD_ARCH:
-#   auto    -march=x86-64-v3 when the building machine has it (AVX2, FMA, BMI2, F16C), the
+#   auto    -march=x86-64-v3 when the building machine has it (AVX2, FMA, BMI2), the
 #           compiler is GCC or Clang on x86-64, not cross-compiling, and the user's own flags
 #           name no -march; otherwise nothing
 #   none    nothing: the compiler's default, or the user's own flags (a portable binary)
@@ -33,7 +33,7 @@ function(metagrad_resolve_arch out)
 int main() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                 __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c") ? 0 : 1;
+                 __builtin_cpu_supports("bmi2") ? 0 : 1;
 }]=] METAGRAD_BUILD_MACHINE_HAS_X86_64_V3)
       set(CMAKE_REQUIRED_FLAGS -march=x86-64-v3)
       check_cxx_source_runs("int main() { return 0; }" METAGRAD_COMPILER_HAS_X86_64_V3)
