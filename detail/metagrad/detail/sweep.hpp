@@ -171,7 +171,8 @@ constexpr auto wanted_slots() {
       if constexpr (is_arg_v<X>) {
         w[t] = Wanted::has(arg_index_v<X>);
       } else {
-        for (std::size_t k = 0; k < d.nchild[t]; ++k) w[t] = w[t] || w[d.child[t][k]];
+        // counted down: `k < nchild` with a constant 0 is a warning under nvcc (#186-D)
+        for (std::size_t k = d.nchild[t]; k-- > 0;) w[t] = w[t] || w[d.child[t][k]];
       }
     };
     (one(std::integral_constant<std::size_t, s>{}), ...);
