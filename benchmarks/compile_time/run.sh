@@ -27,4 +27,9 @@ measure umbrella umbrella.cpp 0
 measure scalar_header scalar_header.cpp 0
 measure recurrence_8 recurrence.cpp 1 -DMG_STEPS=8
 measure recurrence_16 recurrence.cpp 1 -DMG_STEPS=16
+measure recurrence_literal_16 recurrence.cpp 1 -DMG_STEPS=16 -DMG_LITERAL
+measure recurrence_literal_1000 recurrence.cpp 1 -DMG_STEPS=1000 -DMG_LITERAL
+measure hessian_8 recurrence.cpp 1 -DMG_STEPS=8 -DMG_SECOND_ORDER
+measure hessian_node_16 recurrence.cpp 1 -DMG_STEPS=16 -DMG_LOOP_NODE -DMG_SECOND_ORDER
+measure hessian_literal_16 recurrence.cpp 1 -DMG_STEPS=16 -DMG_LITERAL -DMG_SECOND_ORDER
 measure wide_100_nodes wide.cpp 1

@@ -5,6 +5,9 @@
 #include <type_traits>
 #include <utility>
 
+#include <metagrad/detail/scan.hpp>
+#include <metagrad/expr.hpp>
+
 namespace mg {
 
 /// step(step(...step(init)...)), N times. In a function traced by the static engine the state's
@@ -19,16 +22,23 @@ namespace mg {
 ///   return mg::repeat<16>([&](auto t) { return t + h * sin(t) * x; }, x);
 /// };
 /// ```
-template <std::size_t N, class Step, class State>
+/// A step that holds constants (a literal such as 0.05, a captured double) is not unrolled: the
+/// loop becomes one node that runs the step N times, whose compile time does not grow with N
+/// (Note [Scan] in detail/scan.hpp). Its second derivatives are available on numbers. U says
+/// when to unroll a traced loop (mg::unroll).
+template <std::size_t N, unroll U = unroll::automatic, class Step, class State>
 constexpr auto repeat(Step&& step, State init) {
   if constexpr (N == 0) {
     return init;
-  } else if constexpr (std::is_same_v<std::remove_cvref_t<decltype(step(std::move(init)))>,
-                                      State>) {
-    for (std::size_t k = 0; k < N; ++k) init = step(std::move(init));
+  } else if constexpr (detail::scanned_v<Step, State, U>) {
+    return detail::scan<N>(step, std::move(init));
+  } else if constexpr (detail::loops_v<Step, State>) {
+    // the state keeps its type, or is rebuilt from what step returns (an xtensor array from a
+    // lazy xtensor expression, which would refer to the previous state)
+    for (std::size_t k = 0; k < N; ++k) init = State(step(std::move(init)));
     return init;
   } else {
-    return repeat<N - 1>(step, step(std::move(init)));
+    return repeat<N - 1, U>(step, step(std::move(init)));
   }
 }
 

@@ -15,7 +15,6 @@
 #include <metagrad/detail/sweep.hpp>
 #include <metagrad/expr.hpp>
 #include <metagrad/ops.hpp>
-#include <metagrad/repeat.hpp>
 #include <metagrad/to_string.hpp>
 
 namespace mg {
@@ -517,3 +516,6 @@ constexpr auto hessian(F f) {
 }
 
 }  // namespace mg
+
+// mg::repeat needs the evaluators above (Note [Scan] in detail/scan.hpp).
+#include <metagrad/repeat.hpp>

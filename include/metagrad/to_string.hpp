@@ -12,6 +12,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <metagrad/detail/sweep.hpp>
 #include <metagrad/detail/type_name.hpp>
@@ -36,8 +37,15 @@ inline constexpr int text_precedence<node<div_op, A...>> = 2;
 template <class... A>
 inline constexpr int text_precedence<node<neg_op, A...>> = 3;
 
+// How the arguments print: x0, x1, ... at the top; inside a loop's step (Note [Scan]), the
+// step's captured values as their text outside and its state as s0, s1 (t0, t1 one loop deeper).
+struct text_names {
+  const std::vector<std::string>* names = nullptr;
+  int depth = 0;
+};
+
 template <class Op, class... A>
-void append_node_text(std::string& s, const node<Op, A...>& n);
+void append_node_text(std::string& s, const node<Op, A...>& n, text_names t);
 
 inline void append_number(std::string& s, double v) {
   char buf[32];
@@ -46,22 +54,26 @@ inline void append_number(std::string& s, double v) {
 }
 
 template <class E>
-void append_text(std::string& s, const E& e);
+void append_text(std::string& s, const E& e, text_names t = {});
 
 // e, in parentheses when its precedence is below `least`.
 template <class E>
-void append_operand(std::string& s, const E& e, int least) {
+void append_operand(std::string& s, const E& e, int least, text_names t) {
   const bool paren = text_precedence<E> < least;
   if (paren) s += '(';
-  append_text(s, e);
+  append_text(s, e, t);
   if (paren) s += ')';
 }
 
 template <class E>
-void append_text(std::string& s, const E& e) {
+void append_text(std::string& s, const E& e, text_names t) {
   if constexpr (is_arg_v<E>) {
-    s += 'x';
-    s += std::to_string(arg_index_v<E>);
+    if (t.names) {
+      s += (*t.names)[arg_index_v<E>];
+    } else {
+      s += 'x';
+      s += std::to_string(arg_index_v<E>);
+    }
   } else if constexpr (is_cst_v<E>) {
     using T = decltype(e.value);
     if constexpr (requires { T::value; } && std::is_empty_v<T>) {
@@ -80,30 +92,73 @@ void append_text(std::string& s, const E& e) {
       s += "constant";
     }
   } else {
-    append_node_text(s, e);
+    append_node_text(s, e, t);
   }
 }
 
+// A loop node (Note [Scan]): `repeat<N>(s0 -> step; s0 = initial)`, and `[J]` for component J
+// of a state of several values.
 template <class Op, class... A>
-void append_node_text(std::string& s, const node<Op, A...>& n) {
+void append_loop_text(std::string& s, const node<Op, A...>& n, text_names t) {
+  constexpr std::size_t K = Op::ncaps, M = Op::nstate;
+  std::vector<std::string> inner(K + M);
+  [&]<std::size_t... c>(std::index_sequence<c...>) {
+    ((c < K ? append_text(inner[c], child<c>(n), t) : void()), ...);
+  }
+  (std::index_sequence_for<A...>{});
+  for (std::size_t j = 0; j < M; ++j)
+    inner[K + j] = static_cast<char>('s' + t.depth % 8) + std::to_string(j);
+  const text_names body_names{&inner, t.depth + 1};
+  auto list = [&](auto&& item) {
+    if (M > 1) s += '(';
+    for (std::size_t j = 0; j < M; ++j) {
+      if (j) s += ", ";
+      item(j);
+    }
+    if (M > 1) s += ')';
+  };
+  s += "repeat<" + std::to_string(Op::steps) + ">(";
+  list([&](std::size_t j) { s += inner[K + j]; });
+  s += " -> ";
+  if (M > 1) s += '(';
+  [&]<std::size_t... j>(std::index_sequence<j...>) {
+    ((s += j ? ", " : "", append_text(s, std::get<j>(n.op.body), body_names)), ...);
+  }
+  (std::make_index_sequence<M>{});
+  if (M > 1) s += ')';
+  s += "; ";
+  [&]<std::size_t... c>(std::index_sequence<c...>) {
+    ((c >= K ? (s += c > K ? ", " : "", s += inner[c], s += " = ", append_text(s, child<c>(n), t))
+             : void()),
+     ...);
+  }
+  (std::index_sequence_for<A...>{});
+  s += ')';
+  if (M > 1) s += '[' + std::to_string(Op::component) + ']';
+}
+
+template <class Op, class... A>
+void append_node_text(std::string& s, const node<Op, A...>& n, text_names t) {
   constexpr int p = text_precedence<node<Op, A...>>;
-  if constexpr (p == 1 || p == 2) {
+  if constexpr (requires { Op::steps, Op::ncaps, Op::nstate, n.op.body; }) {
+    append_loop_text(s, n, t);
+  } else if constexpr (p == 1 || p == 2) {
     static_assert(sizeof...(A) == 2);
-    append_operand(s, child<0>(n), p);
+    append_operand(s, child<0>(n), p, t);
     s += std::is_same_v<Op, add_op>   ? " + "
          : std::is_same_v<Op, sub_op> ? " - "
          : std::is_same_v<Op, mul_op> ? " * "
                                       : " / ";
     // a - (b + c) and a / (b * c) keep their parentheses: the right operand binds tighter
-    append_operand(s, child<1>(n), p + 1);
+    append_operand(s, child<1>(n), p + 1, t);
   } else if constexpr (p == 3) {
     s += '-';
-    append_operand(s, child<0>(n), 3);
+    append_operand(s, child<0>(n), 3, t);
   } else {
     s += op_name<Op>();
     s += '(';
     [&]<std::size_t... J>(std::index_sequence<J...>) {
-      ((s += J ? ", " : "", append_text(s, child<J>(n))), ...);
+      ((s += J ? ", " : "", append_text(s, child<J>(n), t)), ...);
     }
     (std::index_sequence_for<A...>{});
     if constexpr (std::is_same_v<Op, pow_op>) {  // the exponent is the op's attribute

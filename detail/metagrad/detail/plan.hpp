@@ -179,8 +179,8 @@ constexpr auto make_plan() {
   using table = type_table<L, K>;
   static_assert(table::slots <= max_slots,
                 "metagrad: this expression repeats a subexpression that holds constants too many "
-                "times to plan (each repetition is planned apart); pass those constants as "
-                "arguments of the function, or differentiate it with the runtime engine");
+                "times to plan (each repetition is planned apart): write the loop as "
+                "mg::repeat<N>(step, state), or pass those constants as arguments");
   if constexpr (table::slots > max_slots) {
     return plan_data<1, 1>{};  // after the assertion: no plan of a million slots to evaluate
   } else {

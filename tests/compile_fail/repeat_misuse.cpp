@@ -1,0 +1,43 @@
+// Compile-fail cases of mg::repeat's loop node (Note [Scan] in detail/scan.hpp): what it does
+// not support is rejected in one sentence. MG_COMPILE_FAIL picks the case; without it, the
+// well-formed twins build and run, checked against central differences.
+#include <cmath>
+#include <cstdio>
+#include <tuple>
+
+#include <xtensor/xtensor.hpp>
+
+#include <metagrad/xtensor.hpp>
+
+namespace {
+// t <- t + 0.5 sin(t) x, 6 times: the literal 0.5 makes the loop one node
+auto relax(const auto& t0, const auto& x) {
+  return mg::repeat<6>([&](const auto& t) { return t + 0.5 * sin(t) * x; }, t0);
+}
+}  // namespace
+
+int main() {
+  const auto f = [](auto t, auto x) { return relax(t, x); };
+  const double h = 1e-4;
+  auto g = [&](double t) { return mg::grad<0>(f)(t, 0.7); };
+  bool ok = true;
+#if MG_COMPILE_FAIL == 1  // third order through the loop node
+  const double d3 = mg::grad<0>(mg::grad<0>(mg::grad<0>(f)))(0.3, 0.7);
+  ok = std::isfinite(d3);
+#elif MG_COMPILE_FAIL == 2  // second order on arrays through the loop node
+  const xt::xtensor<double, 1> t = {0.3, -0.2};
+  const auto hess = mg::hessian<0>([](auto a) { return mg::sum(relax(a, a)); })(t);
+  ok = hess.size() == 4;
+#else
+  // the twins: second order on numbers, and jvp on arrays
+  const double d2 = mg::hessian<0>(f)(0.3, 0.7);
+  ok = ok && std::abs(d2 - (g(0.3 + h) - g(0.3 - h)) / (2 * h)) < 1e-6;
+  const xt::xtensor<double, 1> t = {0.3, -0.2}, v = {1.0, 0.5};
+  const auto s = [](auto a) { return mg::sum(relax(a, a)); };
+  const double ty = mg::jvp(s, std::tuple{t}, std::tuple{v}).second();
+  const xt::xtensor<double, 1> tp = t + h * v, tm = t - h * v;
+  ok = ok && std::abs(ty - (s(tp)() - s(tm)()) / (2 * h)) < 1e-6;
+#endif
+  if (!ok) std::printf("wrong value\n");
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,170 @@
+// Note [Scan] (detail/scan.hpp): mg::repeat with a step that holds constants (a literal, a
+// captured double) becomes one node that runs the step N times. Its value is the plain loop's,
+// its first and second derivatives match central differences, on numbers and arrays, for a
+// value state and a pair, nested loops, and two loops with the same step type.
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include <gtest/gtest.h>
+#include <xtensor/xfixed.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include <metagrad/xtensor.hpp>
+
+#include "support/harness.hpp"
+#include "support/harness_xtensor.hpp"
+
+namespace {
+// t <- t + 0.5 sin(t) x, N times: the literal 0.5 is a constant of every step
+template <std::size_t N>
+auto relax(const auto& t0, const auto& x) {
+  return mg::repeat<N>([&](const auto& t) { return t + 0.5 * sin(t) * x; }, t0);
+}
+
+double relax_by_hand(double t, double x, int n) {
+  for (int k = 0; k < n; ++k) t = t + 0.5 * std::sin(t) * x;
+  return t;
+}
+
+// example-begin oscillator
+// N explicit Euler steps of the damped oscillator x'' = -k x - c x' with step 0.05 from x = 1,
+// v = 0, written as a physics step is written: literal constants in the step, a pair as the
+// state. The step holds constants, so mg::repeat makes the loop one node: its compile time does
+// not grow with N, and its gradient and Hessian are those of the loop.
+template <std::size_t N>
+auto oscillator(const auto& k, const auto& c) {
+  auto euler = [&](const auto& s) {
+    const auto& [x, v] = s;
+    return std::pair{x + 0.05 * v, v - 0.05 * (k * x + c * v)};
+  };
+  return mg::repeat<N>(euler, std::pair{1.0 + 0.0 * k, 0.0 * k}).first;
+}
+// example-end oscillator
+}  // namespace
+
+TEST(StaticScan, IsOneNodeWhateverTheSteps) {
+  auto f = [](auto t, auto x) { return relax<1000>(t, x); };
+  using E = mg::detail::traced_t<decltype(f), 2>;
+  static_assert(mg::detail::plan_v<E>.nslots == 3);  // x0, x1 and the loop
+  // x small enough that t drifts without reaching the fixed point pi (both derivatives ~ 1)
+  const auto [dt, dx] = mg::grad(f)(0.3, 0.002);
+  const auto at = std::tuple{0.3, 0.002};
+  EXPECT_GT(std::abs(dx), 0.1);
+  EXPECT_DOUBLE_EQ(f(0.3, 0.002), relax_by_hand(0.3, 0.002, 1000));
+  EXPECT_DOUBLE_EQ(mg::value_and_grad(f)(0.3, 0.002).first, relax_by_hand(0.3, 0.002, 1000));
+  EXPECT_TRUE(mg_test::near_rel(dt, mg_test::central_difference<0>(f, at), 1e-6));
+  EXPECT_TRUE(mg_test::near_rel(dx, mg_test::central_difference<1>(f, at), 1e-6));
+}
+
+TEST(StaticScan, FirstAndSecondOrderOnNumbers) {
+  mg_test::check_static([](auto t, auto x) { return relax<16>(t, x); }, 0.3, 0.7);
+  mg_test::check_static([](auto t, auto x) { return relax<16>(t, x) * relax<3>(x, t); }, 0.3, 0.7);
+  mg_test::check_static([](auto k, auto c) { return oscillator<40>(k, c); }, 3.0, 0.4);
+  // the full Hessian, and a Hessian-vector product by forward mode over the gradient
+  auto f = [](auto k, auto c) { return oscillator<40>(k, c); };
+  const auto [hk, hc] = mg::hessian(f)(3.0, 0.4);
+  const auto hv = mg::jvp(mg::grad(f), std::tuple{3.0, 0.4}, std::tuple{1.0, -2.0}).second;
+  EXPECT_TRUE(mg_test::near_rel(std::get<0>(hv), std::get<0>(hk) - 2 * std::get<1>(hk), 1e-12));
+  EXPECT_TRUE(mg_test::near_rel(std::get<1>(hv), std::get<0>(hc) - 2 * std::get<1>(hc), 1e-12));
+  EXPECT_TRUE(mg_test::near_rel(std::get<1>(hk), std::get<0>(hc), 1e-12));  // symmetric
+}
+
+// mg::unroll: a step without constants is unrolled unless told never to be; a step with
+// constants is one node unless told always to unroll. Both ways give the same derivatives.
+TEST(StaticScan, UnrollPolicy) {
+  auto plain = [](auto t, auto x) {
+    return mg::repeat<16>([&](const auto& s) { return sin(s) * x + s; }, t);
+  };
+  auto loop = [](auto t, auto x) {
+    return mg::repeat<16, mg::unroll::never>([&](const auto& s) { return sin(s) * x + s; }, t);
+  };
+  static_assert(mg::detail::plan_v<mg::detail::traced_t<decltype(plain), 2>>.nslots == 50);
+  static_assert(mg::detail::plan_v<mg::detail::traced_t<decltype(loop), 2>>.nslots == 3);
+  const auto [pt, px] = mg::grad(plain)(0.3, 0.1);
+  const auto [lt, lx] = mg::grad(loop)(0.3, 0.1);
+  EXPECT_TRUE(mg_test::near_rel(pt, lt, 1e-13));
+  EXPECT_TRUE(mg_test::near_rel(px, lx, 1e-13));
+  mg_test::check_static(loop, 0.3, 0.1);  // the Hessian of 16 steps, which unrolled is too big
+  auto unrolled = [](auto t, auto x) {
+    return mg::repeat<4, mg::unroll::always>([&](const auto& s) { return s + 0.5 * sin(s) * x; },
+                                             t);
+  };
+  static_assert(mg::detail::plan_v<mg::detail::traced_t<decltype(unrolled), 2>>.nslots > 4 * 4);
+  EXPECT_TRUE(mg_test::near_rel(
+      mg::grad<1>(unrolled)(0.3, 0.7),
+      mg::grad<1>([](auto t, auto x) { return relax<4>(t, x); })(0.3, 0.7), 1e-14));
+}
+
+TEST(StaticScan, ACapturedNumberIsReadAtEachCall) {
+  for (const double h : {0.1, 0.2}) {
+    auto f = [h](auto t, auto x) {
+      return mg::repeat<20>([&](const auto& s) { return s + h * sin(s) * x; }, t);
+    };
+    const auto at = std::tuple{0.3, 0.7};
+    EXPECT_TRUE(
+        mg_test::near_rel(mg::grad<1>(f)(0.3, 0.7), mg_test::central_difference<1>(f, at), 1e-6));
+    mg_test::check_static(f, 0.3, 0.7);
+  }
+}
+
+// The same step (one lambda type) in two loops with different constants, and a loop inside a
+// loop's step that reads the outer state: each loop node holds its own constants.
+TEST(StaticScan, LoopsOfOneStepTypeAndNestedLoops) {
+  auto twice = [](auto t, auto x) {
+    auto loop = [&](double h) {
+      return mg::repeat<10>([&, h](const auto& s) { return s + h * sin(s) * x; }, t);
+    };
+    return loop(0.1) - 2.0 * loop(0.3);
+  };
+  auto by_hand = [](double t, double x, double h) {
+    for (int k = 0; k < 10; ++k) t = t + h * std::sin(t) * x;
+    return t;
+  };
+  EXPECT_DOUBLE_EQ(mg::value_and_grad(twice)(0.3, 0.7).first,
+                   by_hand(0.3, 0.7, 0.1) - 2.0 * by_hand(0.3, 0.7, 0.3));
+  mg_test::check_static(twice, 0.3, 0.7);
+  auto nested = [](auto t, auto x) {
+    return mg::repeat<5>(
+        [&](const auto& s) {
+          auto inner = mg::repeat<4>([&](const auto& u) { return u + 0.25 * cos(u) * s; }, x);
+          return s + 0.1 * inner * s;
+        },
+        t);
+  };
+  mg_test::check_static(nested, 0.3, 0.7);
+}
+
+TEST(StaticScan, FirstOrderOnArrays) {
+  const xt::xtensor<double, 1> t = {0.3, 0.5, 0.2, -0.4}, x = {0.1, 0.05, -0.1, 0.2};
+  mg_test::check_xt([](auto a, auto b) { return sum(relax<30>(a, b)); }, t, x);
+  mg_test::check_xt([](auto a, auto b) { return sum(relax<30>(a, b) * a); }, t, x);
+  const xt::xtensor_fixed<double, xt::xshape<4>> tf = t, xf = x;
+  mg_test::check_xt([](auto a, auto b) { return sum(relax<30>(a, b)); }, tf, xf);
+  // a number's state driven by arrays it captured
+  mg_test::check_xt(
+      [](auto a, auto b) {
+        return mg::repeat<8>([&](const auto& s) { return s + 0.1 * sum(sin(a * s) * b); }, sum(a));
+      },
+      t, x);
+}
+
+TEST(StaticScan, PrintsAsALoop) {
+  auto f = [](auto t, auto x) { return relax<16>(t, x); };
+  EXPECT_EQ(mg::to_string(mg::trace<2>(f)), "repeat<16>(s0 -> s0 + 0.5 * sin(s0) * x1; s0 = x0)");
+  auto g = [](auto k, auto c) { return oscillator<40>(k, c); };
+  EXPECT_EQ(mg::to_string(mg::trace<2>(g)),
+            "repeat<40>((s0, s1) -> (s0 + 0.05 * s1, s1 - 0.05 * (x0 * s0 + x1 * s1)); "
+            "s0 = 1 + 0 * x0, s1 = 0 * x0)[0]");
+  auto nested = [](auto t, auto x) {  // the inner loop's state prints as t0
+    return mg::repeat<5>(
+        [&](const auto& s) {
+          return s + 0.1 * mg::repeat<4>([&](const auto& u) { return u + 0.25 * cos(u) * s; }, x);
+        },
+        t);
+  };
+  EXPECT_EQ(mg::to_string(mg::trace<2>(nested)),
+            "repeat<5>(s0 -> s0 + 0.1 * repeat<4>(t0 -> t0 + 0.25 * cos(t0) * s0; t0 = x1); "
+            "s0 = x0)");
+}
