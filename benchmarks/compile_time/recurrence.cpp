@@ -35,19 +35,23 @@ auto unrolled(const auto& t, const auto& x) {
 
 bool near(double a, double b, double tol) { return std::abs(a - b) <= tol * (1 + std::abs(b)); }
 
+// x small enough for long loops that t drifts without reaching the fixed point pi, where every
+// derivative vanishes
+constexpr double x0 = MG_STEPS > 100 ? 0.002 : 0.1;
+
 int main() {
   const auto f = [](auto t0, auto x) { return unrolled<MG_STEPS>(t0, x); };
-  const auto [dt, dx] = mg::grad(f)(0.3, 0.1);
+  const auto [dt, dx] = mg::grad(f)(0.3, x0);
   const double h = 1e-6;
-  const double nt = (f(0.3 + h, 0.1) - f(0.3 - h, 0.1)) / (2 * h);
-  const double nx = (f(0.3, 0.1 + h) - f(0.3, 0.1 - h)) / (2 * h);
+  const double nt = (f(0.3 + h, x0) - f(0.3 - h, x0)) / (2 * h);
+  const double nx = (f(0.3, x0 + h) - f(0.3, x0 - h)) / (2 * h);
   bool ok = near(dt, nt, 1e-6) && near(dx, nx, 1e-6);
   std::printf("steps %d: d/dt0 %.12g (numerical %.12g), d/dx %.12g (numerical %.12g)", MG_STEPS, dt,
               nt, dx, nx);
 #if defined(MG_SECOND_ORDER)
-  const double d2 = mg::hessian<0>(f)(0.3, 0.1);
+  const double d2 = mg::hessian<0>(f)(0.3, x0);
   const auto g = mg::grad<0>(f);
-  const double n2 = (g(0.3 + 1e-5, 0.1) - g(0.3 - 1e-5, 0.1)) / 2e-5;
+  const double n2 = (g(0.3 + 1e-5, x0) - g(0.3 - 1e-5, x0)) / 2e-5;
   ok = ok && near(d2, n2, 1e-5);
   std::printf(", d2/dt0^2 %.10g (numerical %.10g)", d2, n2);
 #endif
