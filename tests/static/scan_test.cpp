@@ -150,6 +150,40 @@ TEST(StaticScan, FirstOrderOnArrays) {
       t, x);
 }
 
+// A function of a number whose step reads an array it captured: the array is a constant of the
+// loop's step, and the function is differentiated by the array evaluator.
+TEST(StaticScan, AStepReadingACapturedArray) {
+  const xt::xtensor<double, 1> y = {0.5, -0.25, 1.0};
+  auto f = [&y](auto mu) {
+    return mg::repeat<6>([&](const auto& s) { return s + 0.1 * sum(sin(y - s)); }, mu);
+  };
+  auto by_hand = [&y](double s) {
+    for (int k = 0; k < 6; ++k) {
+      double d = 0;
+      for (const double v : y) d += std::sin(v - s);
+      s += 0.1 * d;
+    }
+    return s;
+  };
+  const auto [value, d] = mg::value_and_grad(f)(0.3);
+  EXPECT_NEAR(double(value), by_hand(0.3), 1e-14);
+  EXPECT_TRUE(
+      mg_test::near_rel(double(d), mg_test::central_difference<0>(by_hand, std::tuple{0.3}), 1e-7));
+}
+
+// A step that turns a number state into an array is an mg::error naming the fix.
+TEST(StaticScan, ANumberStateMustStayANumber) {
+  const xt::xtensor<double, 1> y = {0.5, -0.25, 1.0};
+  auto f = [&y](auto mu) {
+    return mg::repeat<3>([&](const auto& s) { return s + 0.1 * sin(y - s); }, mu);
+  };
+  const std::string what = mg_test::error_of([&] { (void)mg::grad(f)(0.3); });
+  EXPECT_NE(what.find("mg::repeat: a step on a number state returned an array of 3 elements"),
+            std::string::npos)
+      << what;
+  EXPECT_NE(what.find("reduce the step's value to a number"), std::string::npos) << what;
+}
+
 TEST(StaticScan, PrintsAsALoop) {
   auto f = [](auto t, auto x) { return relax<16>(t, x); };
   EXPECT_EQ(mg::to_string(mg::trace<2>(f)), "repeat<16>(s0 -> s0 + 0.5 * sin(s0) * x1; s0 = x0)");

@@ -37,6 +37,7 @@
 #include <metagrad/detail/sweep.hpp>
 #include <metagrad/detail/tuple.hpp>
 #include <metagrad/detail/type_list.hpp>
+#include <metagrad/error.hpp>
 #include <metagrad/expr.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/static.hpp>
@@ -223,16 +224,31 @@ void require_scan_family() {
                 "arrays (on mg::tensor it is a plain loop)");
 }
 
+// Is b, at numbers v..., evaluated by plain sweeps? Unless it holds an array it captured (Note
+// [Captured arrays]): then by the array evaluator of its family, and its value is a number again.
+template <class B, class... V>
+using body_family_t =
+    typename refine_family<evaluator_family_t<V...>, constant_function<B>, sizeof...(V)>::type;
+template <class B, class... V>
+inline constexpr bool plain_body_v =
+    all_numbers_v<V...>&& std::is_same_v<body_family_t<B, V...>, scalar_family>;
+
 // b's value at v... (caps, then state).
 template <class B, class... V>
 auto body_value(const B& b, const V&... v) {
   require_scan_family<V...>();
-  if constexpr (all_numbers_v<V...>) {
+  if constexpr (plain_body_v<B, V...>) {
     using P = plain_eval<B, V...>;
     const typename P::Args a{{v}...};
     typename P::S s(b, a);
     s.forward();
     return typename P::R(s.result());
+  } else if constexpr (all_numbers_v<V...>) {
+    const auto r = evaluator<body_family_t<B, V...>>::value(constant_function<B>{&b}, v...);
+    if (r.dimension() != 0)
+      fail("mg::repeat: a step on a number state returned an array of ", r.size(),
+           " elements; make the state an array, or reduce the step's value to a number (sum)");
+    return std::common_type_t<V...>(r());
   } else {
     return evaluator<evaluator_family_t<V...>>::value(constant_function<B>{&b}, v...);
   }
@@ -241,7 +257,7 @@ auto body_value(const B& b, const V&... v) {
 // The gradient of seed * b (of sum(seed * b) on arrays) w.r.t. every v: a std::tuple.
 template <class B, class Seed, class... V>
 auto body_vjp(const B& b, const Seed& seed, const V&... v) {
-  if constexpr (all_numbers_v<V...>) {
+  if constexpr (plain_body_v<B, V...>) {
     using P = plain_eval<B, V...>;
     const typename P::Args a{{v}...};
     typename P::S s(b, a);
@@ -253,9 +269,10 @@ auto body_vjp(const B& b, const Seed& seed, const V&... v) {
     }
     (std::index_sequence_for<V...>{});
   } else {
+    using F =
+        std::conditional_t<all_numbers_v<V...>, body_family_t<B, V...>, evaluator_family_t<V...>>;
     return [&]<std::size_t... i>(std::index_sequence<i...>) {
-      return evaluator<evaluator_family_t<V...>>::template vjp<i...>(constant_function<B>{&b}, seed,
-                                                                     v...);
+      return evaluator<F>::template vjp<i...>(constant_function<B>{&b}, seed, v...);
     }
     (std::index_sequence_for<V...>{});
   }
@@ -453,8 +470,7 @@ struct scan_vjp_op {
   template <class... X>
   auto forward(const X&... x) const {
     const auto all = std::tie(x...);
-    return std::get<I>(
-        scan.vjp(slice_ref<0, K>(all), slice_ref<K, M>(all), std::get<K + M>(all)));
+    return std::get<I>(scan.vjp(slice_ref<0, K>(all), slice_ref<K, M>(all), std::get<K + M>(all)));
   }
   template <class... X>
   auto backward(const X&... x) const;

@@ -32,8 +32,21 @@ template <class E>
 inline constexpr bool has_array_constant_v = false;
 template <class T>
 inline constexpr bool has_array_constant_v<cst<T>> = is_captured_array_v<T>;
+// ... or in the step a loop node holds (Note [Scan])
+template <class Op>
+constexpr bool op_has_array_constant() {
+  if constexpr (requires { std::tuple_size<decltype(Op::body)>::value; }) {
+    return []<std::size_t... j>(std::index_sequence<j...>) {
+      return (has_array_constant_v<std::tuple_element_t<j, decltype(Op::body)>> || ...);
+    }
+    (std::make_index_sequence<std::tuple_size_v<decltype(Op::body)>>{});
+  } else {
+    return false;
+  }
+}
 template <class Op, class... A>
-inline constexpr bool has_array_constant_v<node<Op, A...>> = (has_array_constant_v<A> || ...);
+inline constexpr bool has_array_constant_v<node<Op, A...>> =
+    (has_array_constant_v<A> || ...) || op_has_array_constant<Op>();
 
 template <class E>
 inline constexpr bool fusible_v = false;
