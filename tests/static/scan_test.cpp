@@ -136,6 +136,29 @@ TEST(StaticScan, LoopsOfOneStepTypeAndNestedLoops) {
   mg_test::check_static(nested, 0.3, 0.7);
 }
 
+// A state of three values, one starting as the integer 0: on numbers the loop must not store
+// the step's doubles back into an int (it unrolls instead), and traced it is one node per value.
+TEST(StaticScan, ATupleStateWithAnIntegerStart) {
+  auto f = [](auto a, auto b) {
+    auto step = [&](const auto& s) {
+      const auto& [x, y, z] = s;
+      return std::tuple{x + 0.1 * y * a, y - 0.1 * z, z + 0.1 * sin(x) * b};
+    };
+    const auto [x, y, z] = mg::repeat<20>(step, std::tuple{a, b, 0});
+    return x * y + z;
+  };
+  double x = 0.7, y = 0.3, z = 0;
+  for (int k = 0; k < 20; ++k) {
+    const double nx = x + 0.1 * y * 0.7, ny = y - 0.1 * z;
+    z = z + 0.1 * std::sin(x) * 0.3;
+    x = nx;
+    y = ny;
+  }
+  EXPECT_DOUBLE_EQ(f(0.7, 0.3), x * y + z);
+  EXPECT_DOUBLE_EQ(mg::value_and_grad(f)(0.7, 0.3).first, x * y + z);
+  mg_test::check_static(f, 0.7, 0.3);
+}
+
 TEST(StaticScan, FirstOrderOnArrays) {
   const xt::xtensor<double, 1> t = {0.3, 0.5, 0.2, -0.4}, x = {0.1, 0.05, -0.1, 0.2};
   mg_test::check_xt([](auto a, auto b) { return sum(relax<30>(a, b)); }, t, x);

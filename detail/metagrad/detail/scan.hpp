@@ -227,8 +227,9 @@ void require_scan_family() {
 // Is b, at numbers v..., evaluated by plain sweeps? Unless it holds an array it captured (Note
 // [Captured arrays]): then by the array evaluator of its family, and its value is a number again.
 template <class B, class... V>
-using body_family_t =
-    typename refine_family<evaluator_family_t<V...>, constant_function<B>, sizeof...(V)>::type;
+using body_family_t = typename refine_family<
+    std::conditional_t<all_numbers_v<V...>, scalar_family, evaluator_family_t<V...>>,
+    constant_function<B>, sizeof...(V)>::type;
 template <class B, class... V>
 inline constexpr bool plain_body_v =
     all_numbers_v<V...>&& std::is_same_v<body_family_t<B, V...>, scalar_family>;
@@ -679,8 +680,20 @@ constexpr bool scanned() {
 template <class Step, class S, unroll U>
 inline constexpr bool scanned_v = scanned<std::remove_reference_t<Step>, S, U>();
 
-// Does mg::repeat run `step` on `S` as a plain loop? When S is rebuilt from what step returns,
-// which is no traced expression.
+// Is a state value of type Sj rebuilt from a step's Rj without changing it? When the types are
+// the same, or Sj is a container built from an expression (an xtensor array from a lazy xtensor
+// expression); a number never is (an int state meeting a double would be truncated).
+template <class Sj, class Rj>
+constexpr bool rebuilds() {
+  if constexpr (std::is_same_v<Sj, Rj>) {
+    return true;
+  } else {
+    return !std::is_arithmetic_v<Sj> && !Expr<Rj> && std::is_constructible_v<Sj, Rj>;
+  }
+}
+
+// Does mg::repeat run `step` on `S` as a plain loop? When each state value is rebuilt from what
+// step returns.
 template <class Step, class S>
 constexpr bool loops() {
   using R = std::remove_cvref_t<decltype(std::declval<Step&>()(std::declval<S>()))>;
@@ -692,7 +705,9 @@ constexpr bool loops() {
     return false;
   } else {
     return []<std::size_t... j>(std::index_sequence<j...>) {
-      return !(Expr<decltype(component<j>(std::declval<R>()))> || ...);
+      return (rebuilds<std::remove_cvref_t<decltype(component<j>(std::declval<S>()))>,
+                       std::remove_cvref_t<decltype(component<j>(std::declval<R>()))>>() &&
+              ...);
     }
     (std::make_index_sequence<state_size<R>()>{});
   }
