@@ -7,6 +7,13 @@
 //              step, so repeat unrolls it and the planner shares the steps (16 steps only)
 //   hand       a forward loop keeping the states and a reverse loop, written by hand
 //
+// On arrays (1000 doubles), t <- t + 0.5 sin(t) x for 16 steps, the gradient of sum(t) w.r.t.
+// (t0, x):
+//   array_scan      the loop node: each step runs the array evaluator (no fusion across steps)
+//   array_unrolled  the step size 0.5 passed as an argument: the step holds no constant, so
+//                   the 16 steps are unrolled and fused into one loop
+//   array_hand      a forward loop keeping the 16 states per element and a reverse loop
+//
 // `bench_recurrence --compare` prints the largest difference between metagrad's gradients and
 // the hand-written ones.
 #include <algorithm>
@@ -17,8 +24,10 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <xtensor/xrandom.hpp>
+#include <xtensor/xtensor.hpp>
 
-#include <metagrad/static.hpp>
+#include <metagrad/xtensor.hpp>
 
 namespace {
 
@@ -91,11 +100,75 @@ void BM_hand(benchmark::State& s) {
     benchmark::DoNotOptimize(hand_grad(k, 0.4, N));
   }
 }
+constexpr std::size_t array_n = 1000, array_steps = 16;
+using vec = xt::xtensor<double, 1>;
+
+auto array_loss() {
+  return [](auto t0, auto x) {
+    return mg::sum(
+        mg::repeat<array_steps>([&](const auto& t) { return t + 0.5 * sin(t) * x; }, t0));
+  };
+}
+auto array_loss_unrolled() {
+  return [](auto t0, auto x, auto c) {
+    return mg::sum(mg::repeat<array_steps>([&](const auto& t) { return t + c * sin(t) * x; }, t0));
+  };
+}
+
+struct array_data {
+  vec t0, x;
+  array_data() {
+    xt::random::seed(5);
+    t0 = xt::random::rand<double>({array_n});
+    x = xt::random::rand<double>({array_n}) * 0.2;
+  }
+};
+const array_data& arrays() {
+  static const array_data d;
+  return d;
+}
+
+std::pair<vec, vec> array_hand_grad(const vec& t0, const vec& x) {
+  vec dt = vec::from_shape({array_n}), dx = vec::from_shape({array_n});
+  double ts[array_steps];
+  for (std::size_t i = 0; i < array_n; ++i) {
+    double t = t0(i);
+    const double xi = x(i);
+    for (std::size_t k = 0; k < array_steps; ++k) {
+      ts[k] = t;
+      t = t + 0.5 * std::sin(t) * xi;
+    }
+    double a = 1, ax = 0;
+    for (std::size_t k = array_steps; k-- > 0;) {
+      ax += a * 0.5 * std::sin(ts[k]);
+      a *= 1 + 0.5 * std::cos(ts[k]) * xi;
+    }
+    dt(i) = a;
+    dx(i) = ax;
+  }
+  return {dt, dx};
+}
+
+void BM_array(benchmark::State& s) {
+  const auto f = mg::grad(array_loss());
+  for (auto _ : s) benchmark::DoNotOptimize(f(arrays().t0, arrays().x));
+}
+void BM_array_unrolled(benchmark::State& s) {
+  const auto f = mg::grad<0, 1>(array_loss_unrolled());
+  for (auto _ : s) benchmark::DoNotOptimize(f(arrays().t0, arrays().x, 0.5));
+}
+void BM_array_hand(benchmark::State& s) {
+  for (auto _ : s) benchmark::DoNotOptimize(array_hand_grad(arrays().t0, arrays().x));
+}
+
 BENCHMARK(BM_scan<16>);
 BENCHMARK(BM_unrolled16);
 BENCHMARK(BM_hand<16>);
 BENCHMARK(BM_scan<256>);
 BENCHMARK(BM_hand<256>);
+BENCHMARK(BM_array)->Name("array_scan");
+BENCHMARK(BM_array_unrolled)->Name("array_unrolled");
+BENCHMARK(BM_array_hand)->Name("array_hand");
 
 int compare() {
   double worst = 0;
@@ -108,6 +181,12 @@ int compare() {
   check(hand_grad(3.0, 0.4, 16), uk, uc);
   const auto [lk, lc] = mg::grad(scan_loss<256>())(3.0, 0.4);
   check(hand_grad(3.0, 0.4, 256), lk, lc);
+  const auto [ht, hx] = array_hand_grad(arrays().t0, arrays().x);
+  const auto& d = arrays();
+  for (const auto& [gt, gx] :
+       {mg::grad(array_loss())(d.t0, d.x), mg::grad<0, 1>(array_loss_unrolled())(d.t0, d.x, 0.5)})
+    for (std::size_t i = 0; i < array_n; ++i)
+      worst = std::max({worst, std::abs(gt(i) - ht(i)), std::abs(gx(i) - hx(i))});
   std::printf("largest difference from the hand-written gradients: %.3g\n", worst);
   return worst < 1e-12 ? 0 : 1;
 }
