@@ -38,7 +38,7 @@ auto scan_loss() {
       const auto& [x, v] = s;
       return std::pair{x + 0.05 * v, v - 0.05 * (k * x + c * v)};
     };
-    return mg::repeat<N>(euler, std::pair{1.0 + 0.0 * k, 0.0 * k}).first;
+    return mg::repeat<N>(euler, std::pair{1.0, 0.0}).first;
   };
 }
 

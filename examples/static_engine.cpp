@@ -78,6 +78,23 @@ int main() {
   check("repeat: d x16 / d k", rk, dk);
   check("repeat: d x16 / d c", rc, dc);
 
+  // Written the natural way, with the step size 0.05 inside the step and the start as numbers:
+  // the step holds a constant, so mg::repeat makes the loop one node (docs/static.md, "Steps
+  // that hold constants"), and its second derivatives come with it.
+  auto final_x_natural = [](auto k, auto c) {
+    auto euler = [&](const auto& s) {
+      const auto& [x, v] = s;
+      return std::pair{x + 0.05 * v, v - 0.05 * (k * x + c * v)};
+    };
+    return mg::repeat<16>(euler, std::pair{1.0, 0.0}).first;
+  };
+  const auto [nk, nc] = mg::grad(final_x_natural)(3.0, 0.4);
+  check("loop node: d x16 / d k", nk, dk);
+  check("loop node: d x16 / d c", nc, dc);
+  auto dk_at = [&](double k) { return mg::grad<0>(final_x_natural)(k, 0.4); };
+  check("loop node: d2 x16 / d k2", mg::hessian<0>(final_x_natural)(3.0, 0.4),
+        (dk_at(3.0 + 1e-5) - dk_at(3.0 - 1e-5)) / 2e-5);
+
   // example-begin transforms
   auto f2 = [](auto x, auto y) { return (sin(x) * y + exp(x * y)) / (1 + x * x); };
   auto [y, ty] = mg::jvp(f2, std::tuple{2.0, 3.0}, std::tuple{1.0, 0.0});              // ty = df/dx
