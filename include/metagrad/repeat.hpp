@@ -32,7 +32,7 @@ constexpr auto repeat(Step&& step, State init) {
     return init;
   } else if constexpr (detail::scanned_v<Step, State, U>) {
     return detail::scan<N>(step, std::move(init));
-  } else if constexpr (detail::loops_v<Step, State>) {
+  } else if constexpr (detail::plain_loop_v<Step, State>) {
     // the state keeps its type, or is rebuilt from what step returns (an xtensor array from a
     // lazy xtensor expression, which would refer to the previous state)
     for (std::size_t k = 0; k < N; ++k) init = State(step(std::move(init)));

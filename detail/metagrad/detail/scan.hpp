@@ -76,7 +76,7 @@ constexpr std::size_t state_size() {
 
 // Component j of a state (the state itself when it is one value).
 template <std::size_t j, class S>
-constexpr decltype(auto) component(S&& s) {
+constexpr decltype(auto) state_component(S&& s) {
   if constexpr (scan_tuple<S>) {
     return std::get<j>(std::forward<S>(s));
   } else {
@@ -108,7 +108,7 @@ constexpr auto trace_body(Step& step, std::index_sequence<j...> seq) {
   static_assert(state_size<decltype(r)>() == sizeof...(j),
                 "metagrad: mg::repeat's step must return a state with as many values as it "
                 "takes");
-  return std::tuple{as_expr(component<j>(std::move(r)))...};
+  return std::tuple{as_expr(state_component<j>(std::move(r)))...};
 }
 template <std::size_t A, class S, class Step>
 using body_t =
@@ -280,7 +280,7 @@ auto body_vjp(const B& b, const Seed& seed, const V&... v) {
 }
 
 template <class V>
-V zeros_like(const V& v) {
+V zeros_shaped_like(const V& v) {
   if constexpr (std::is_arithmetic_v<V>) {
     return V(0);
   } else {
@@ -296,32 +296,32 @@ Sj seed_component(const G& g, const Sj& like) {
   if constexpr (j == J) {
     return Sj(g);
   } else {
-    return zeros_like(like);
+    return zeros_shaped_like(like);
   }
 }
 template <std::size_t Off, class T, std::size_t... k>
-auto slice_impl(const T& t, std::index_sequence<k...>) {
+auto tuple_slice_impl(const T& t, std::index_sequence<k...>) {
   return std::tuple<std::remove_cvref_t<std::tuple_element_t<Off + k, T>>...>{
       std::get<Off + k>(t)...};
 }
 template <std::size_t Off, std::size_t Len, class T>
-auto slice(const T& t) {
-  return slice_impl<Off>(t, std::make_index_sequence<Len>{});
+auto tuple_slice(const T& t) {
+  return tuple_slice_impl<Off>(t, std::make_index_sequence<Len>{});
 }
 
 // The same, as references into t (the caps and initial state a node's inputs are: no copies).
 template <std::size_t Off, class T, std::size_t... k>
-auto slice_ref_impl(const T& t, std::index_sequence<k...>) {
+auto tuple_slice_ref_impl(const T& t, std::index_sequence<k...>) {
   return std::tuple<const std::remove_cvref_t<std::tuple_element_t<Off + k, T>>&...>{
       std::get<Off + k>(t)...};
 }
 template <std::size_t Off, std::size_t Len, class T>
-auto slice_ref(const T& t) {
-  return slice_ref_impl<Off>(t, std::make_index_sequence<Len>{});
+auto tuple_slice_ref(const T& t) {
+  return tuple_slice_ref_impl<Off>(t, std::make_index_sequence<Len>{});
 }
 
 template <class A, class B, std::size_t... k>
-void add_to(A& a, const B& b, std::index_sequence<k...>) {
+void add_each(A& a, const B& b, std::index_sequence<k...>) {
   ((std::get<k>(a) += std::get<k>(b)), ...);
 }
 
@@ -341,7 +341,7 @@ struct scan_op {
     return [&]<std::size_t... j>(std::index_sequence<j...>) {
       return std::apply(
           [&](const auto&... v) { return std::tuple{body_value(std::get<j>(body), v...)...}; },
-          std::tuple_cat(caps, slice_ref<0, M>(s)));
+          std::tuple_cat(caps, tuple_slice_ref<0, M>(s)));
     }
     (std::make_index_sequence<M>{});
   }
@@ -366,7 +366,7 @@ struct scan_op {
   template <class... X>
   auto forward(const X&... x) const {
     const auto all = std::tie(x...);
-    return std::get<J>(run(slice_ref<0, K>(all), slice_ref<K, M>(all)));
+    return std::get<J>(run(tuple_slice_ref<0, K>(all), tuple_slice_ref<K, M>(all)));
   }
 
   // The gradients of component J's value w.r.t. caps and the initial state, at seed g: the
@@ -416,21 +416,21 @@ struct scan_op {
     const auto back = [&](const S& s) {
       if constexpr (numbers_v<S> && M > 1) {
         using T = std::tuple_element_t<0, S>;
-        return slice<0, K + M>(
+        return tuple_slice<0, K + M>(
             std::apply([&](const auto&... v) { return body_vjp(lagrangian, T(1), v...); },
-                       std::tuple_cat(caps, slice_ref<0, M>(s), slice_ref<0, M>(a))));
+                       std::tuple_cat(caps, tuple_slice_ref<0, M>(s), tuple_slice_ref<0, M>(a))));
       } else {
         return back_step(caps, s, a);
       }
     };
     auto sum = back(states[N - 1]);
-    auto dcaps = slice<0, K>(sum);
+    auto dcaps = tuple_slice<0, K>(sum);
     for (std::size_t k = N - 1; k-- > 0;) {
-      a = slice<K, M>(sum);
+      a = tuple_slice<K, M>(sum);
       sum = back(states[k]);
-      add_to(dcaps, sum, std::make_index_sequence<K>{});
+      add_each(dcaps, sum, std::make_index_sequence<K>{});
     }
-    return std::tuple_cat(std::move(dcaps), slice<K, M>(sum));
+    return std::tuple_cat(std::move(dcaps), tuple_slice<K, M>(sum));
   }
 
   // The body's vector-Jacobian product at state s with adjoints a: a tuple of K + M gradients.
@@ -440,11 +440,11 @@ struct scan_op {
       auto one = [&]<std::size_t i>(std::integral_constant<std::size_t, i>) {
         return std::apply(
             [&](const auto&... v) { return body_vjp(std::get<i>(body), std::get<i>(a), v...); },
-            std::tuple_cat(caps, slice_ref<0, M>(s)));
+            std::tuple_cat(caps, tuple_slice_ref<0, M>(s)));
       };
       auto r = one(std::integral_constant<std::size_t, 0>{});
-      ((j > 0 ? add_to(r, one(std::integral_constant<std::size_t, j>{}),
-                       std::make_index_sequence<K + M>{})
+      ((j > 0 ? add_each(r, one(std::integral_constant<std::size_t, j>{}),
+                         std::make_index_sequence<K + M>{})
               : void()),
        ...);
       return r;
@@ -471,7 +471,8 @@ struct scan_vjp_op {
   template <class... X>
   auto forward(const X&... x) const {
     const auto all = std::tie(x...);
-    return std::get<I>(scan.vjp(slice_ref<0, K>(all), slice_ref<K, M>(all), std::get<K + M>(all)));
+    return std::get<I>(
+        scan.vjp(tuple_slice_ref<0, K>(all), tuple_slice_ref<K, M>(all), std::get<K + M>(all)));
   }
   template <class... X>
   auto backward(const X&... x) const;
@@ -491,8 +492,9 @@ auto scan_op<N, K, M, J, B...>::backward(const X&... x) const {
                   "constants as arguments of the function");
     return grads{x...};  // after the assertion: no cascade of errors
   } else if constexpr (!(Expr<X> || ...)) {
-    return std::apply([](auto... d) { return grads{std::move(d)...}; },
-                      vjp(slice_ref<0, K>(all), slice_ref<K, M>(all), std::get<K + M + 1>(all)));
+    return std::apply(
+        [](auto... d) { return grads{std::move(d)...}; },
+        vjp(tuple_slice_ref<0, K>(all), tuple_slice_ref<K, M>(all), std::get<K + M + 1>(all)));
   } else {
     // grad of grad: the gradients as nodes of the enclosing expression
     return [&]<std::size_t... i>(std::index_sequence<i...>) { return grads{vjp_node<i>(all)...}; }
@@ -666,7 +668,7 @@ template <class Step, class S, unroll U>
 constexpr bool scanned() {
   using R = std::remove_cvref_t<decltype(std::declval<Step&>()(std::declval<S>()))>;
   constexpr bool traced = []<std::size_t... j>(std::index_sequence<j...>) {
-    return (Expr<decltype(component<j>(std::declval<R>()))> || ...);
+    return (Expr<decltype(state_component<j>(std::declval<R>()))> || ...);
   }
   (std::make_index_sequence<state_size<R>()>{});
   if constexpr (U == unroll::always || !traced || state_size<R>() != state_size<S>()) {
@@ -695,7 +697,7 @@ constexpr bool rebuilds() {
 // Does mg::repeat run `step` on `S` as a plain loop? When each state value is rebuilt from what
 // step returns.
 template <class Step, class S>
-constexpr bool loops() {
+constexpr bool plain_loop() {
   using R = std::remove_cvref_t<decltype(std::declval<Step&>()(std::declval<S>()))>;
   if constexpr (!std::is_move_assignable_v<S>) {
     return false;
@@ -705,15 +707,15 @@ constexpr bool loops() {
     return false;
   } else {
     return []<std::size_t... j>(std::index_sequence<j...>) {
-      return (rebuilds<std::remove_cvref_t<decltype(component<j>(std::declval<S>()))>,
-                       std::remove_cvref_t<decltype(component<j>(std::declval<R>()))>>() &&
+      return (rebuilds<std::remove_cvref_t<decltype(state_component<j>(std::declval<S>()))>,
+                       std::remove_cvref_t<decltype(state_component<j>(std::declval<R>()))>>() &&
               ...);
     }
     (std::make_index_sequence<state_size<R>()>{});
   }
 }
 template <class Step, class S>
-inline constexpr bool loops_v = loops<std::remove_reference_t<Step>, S>();
+inline constexpr bool plain_loop_v = plain_loop<std::remove_reference_t<Step>, S>();
 
 template <std::size_t N, class Step, class S>
 auto scan(Step& step, S init) {
@@ -739,7 +741,7 @@ auto scan(Step& step, S init) {
           scan_op<N, K, M, c,
                   typename renamed<
                       Map, std::tuple_element_t<j, std::remove_cvref_t<decltype(body)>>>::type...>;
-      return make_node(Op{op0.body}, arg<o>{}..., component<j>(init)...);
+      return make_node(Op{op0.body}, arg<o>{}..., state_component<j>(init)...);
     };
     return state_like<S>(node_of(std::integral_constant<std::size_t, j>{})...);
   }
