@@ -14,6 +14,15 @@ namespace {
 auto relax(const auto& t0, const auto& x) {
   return mg::repeat<6>([&](const auto& t) { return t + 0.5 * sin(t) * x; }, t0);
 }
+// the same step as a recursive template: each step is its own type, planned per occurrence
+template <int Steps>
+auto relax_unrolled(const auto& t, const auto& x) {
+  if constexpr (Steps == 0) {
+    return t;
+  } else {
+    return relax_unrolled<Steps - 1>(t + 0.5 * sin(t) * x, x);
+  }
+}
 }  // namespace
 
 int main() {
@@ -28,8 +37,13 @@ int main() {
   const xt::xtensor<double, 1> t = {0.3, -0.2};
   const auto hess = mg::hessian<0>([](auto a) { return mg::sum(relax(a, a)); })(t);
   ok = hess.size() == 4;
+#elif MG_COMPILE_FAIL == 3  // 16 steps holding a literal, unrolled by hand: 2^16 occurrences
+  auto deep = [](auto t, auto x) { return relax_unrolled<16>(t, x); };
+  ok = std::isfinite(mg::grad<0>(deep)(0.3, 0.7));
 #else
-  // the twins: second order on numbers, and jvp on arrays
+  // the twins: a few steps unrolled by hand, second order on numbers, and jvp on arrays
+  auto few = [](auto t, auto x) { return relax_unrolled<6>(t, x); };
+  ok = ok && std::abs(mg::grad<0>(few)(0.3, 0.7) - g(0.3)) < 1e-12;
   const double d2 = mg::hessian<0>(f)(0.3, 0.7);
   ok = ok && std::abs(d2 - (g(0.3 + h) - g(0.3 - h)) / (2 * h)) < 1e-6;
   const xt::xtensor<double, 1> t = {0.3, -0.2}, v = {1.0, 0.5};

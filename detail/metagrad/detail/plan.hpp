@@ -182,7 +182,12 @@ constexpr auto make_plan() {
                 "times to plan (each repetition is planned apart): write the loop as "
                 "mg::repeat<N>(step, state), or pass those constants as arguments");
   if constexpr (table::slots > max_slots) {
-    return plan_data<1, 1>{};  // after the assertion: no plan of a million slots to evaluate
+    // after the assertion, no plan of a million slots to evaluate: a plan of the first distinct
+    // type alone (a leaf), which the sweep evaluates without further errors
+    plan_data<1, 1> p{};
+    p.nslots = 1;
+    p.stateless[0] = tree_info<typename type_at<0, L>::type>::stateless;
+    return p;
   } else {
     return make_plan_rows<table, K>();
   }
