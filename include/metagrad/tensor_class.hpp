@@ -107,13 +107,7 @@ struct tensor_options {
   bool requires_grad = false;
 };
 
-/// Options of `tensor::backward`. `retain_graph` defaults to `create_graph`; `inputs`, when not
-/// empty, restricts accumulation into `.grad()` to those tensors.
-struct backward_options {
-  std::optional<bool> retain_graph{};
-  bool create_graph = false;
-  tensor_list inputs{};
-};
+struct backward_options;  // below tensor: it holds a tensor_list
 
 class tensor {
  public:
@@ -286,8 +280,9 @@ class tensor {
   template <int = 0>
   tensor& relu_(call_site site = {});
 
-  void backward(const tensor& grad = {}, const backward_options& options = {}) const;
-  void backward(const backward_options& options) const { backward(tensor{}, options); }
+  void backward(const tensor& grad = {}) const;
+  void backward(const tensor& grad, const backward_options& options) const;
+  void backward(const backward_options& options) const;
 
   const detail::impl_ptr& impl() const { return impl_; }
 
@@ -305,6 +300,15 @@ class tensor {
     return *impl_;
   }
   detail::impl_ptr impl_;
+};
+
+/// Options of `tensor::backward`. `retain_graph` defaults to `create_graph`; `inputs`, when not
+/// empty, restricts accumulation into `.grad()` to those tensors. (Defined after tensor, which a
+/// tensor_list needs complete: clang instantiates its constructor at the member's `{}`.)
+struct backward_options {
+  std::optional<bool> retain_graph{};
+  bool create_graph = false;
+  tensor_list inputs{};
 };
 
 namespace detail {

@@ -700,6 +700,8 @@ tensor& tensor::zero_(call_site site) {
 
 // ---- autograd ---------------------------------------------------------------------------------
 
+inline void tensor::backward(const tensor& grad) const { backward(grad, backward_options{}); }
+inline void tensor::backward(const backward_options& options) const { backward(tensor{}, options); }
 inline void tensor::backward(const tensor& grad, const backward_options& options) const {
   detail::backward_call c{"backward"};
   c.create_graph = options.create_graph;
