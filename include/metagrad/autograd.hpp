@@ -86,9 +86,11 @@ struct grad_options {
 /// ```
 /// An input the outputs do not depend on is an error unless `.allow_unused = true`, which gives
 /// an undefined tensor in its slot.
-inline tensor_list grad(const tensor_list& outputs, const tensor_list& inputs,
-                        const tensor_list& grad_outputs = {}, const grad_options& options = {}) {
+template <int I = 0>  // a template in name only (Note [Engine ops])
+tensor_list grad(const tensor_list& outputs, const tensor_list& inputs,
+                 const tensor_list& grad_outputs = {}, const grad_options& options = {}) {
   detail::backward_call c{"autograd::grad"};
+  c.ops = detail::engine_ops_of<I>();
   c.create_graph = options.create_graph;
   c.keep_graph = options.retain_graph.value_or(options.create_graph);
   c.accumulate = false;
@@ -102,9 +104,11 @@ inline tensor_list grad(const tensor_list& outputs, const tensor_list& inputs,
 
 /// Accumulates the gradients of `outputs` into the `.grad()` of the leaves (or of `.inputs`),
 /// like `tensor::backward` for several outputs at once.
-inline void backward(const tensor_list& outputs, const tensor_list& grad_outputs = {},
-                     const backward_options& options = {}) {
+template <int I = 0>  // a template in name only (Note [Engine ops])
+void backward(const tensor_list& outputs, const tensor_list& grad_outputs = {},
+              const backward_options& options = {}) {
   detail::backward_call c{"backward"};
+  c.ops = detail::engine_ops_of<I>();
   c.create_graph = options.create_graph;
   c.keep_graph = options.retain_graph.value_or(options.create_graph);
   detail::run_backward(outputs, grad_outputs, options.inputs, c);
@@ -112,9 +116,10 @@ inline void backward(const tensor_list& outputs, const tensor_list& grad_outputs
 
 /// Records an in-place change of t's elements that metagrad did not see (a write through raw
 /// memory), so that backward reports the saved tensors it invalidates.
-inline void increment_version(const tensor& t) {
+template <int I = 0>  // a template in name only (Note [View refresh])
+void increment_version(const tensor& t) {
   if (!t.defined()) detail::fail("increment_version: the tensor is undefined");
-  ++t.impl()->store->version;
+  detail::bump_version<I>(*t.impl());
 }
 
 /// Calls `fn(const mg::tensor_list& grads)` once per backward, after the gradients of all of

@@ -49,12 +49,15 @@ class dual_level {
 
 namespace detail_fw {
 // A view of t (same elements), recorded as an identity when t requires grad, without tangent.
-inline tensor differentiable_alias(const tensor& t) {
+// make_dual and unpack_dual are templates in name only (Note [Lazy members]).
+template <int I>
+tensor differentiable_alias(const tensor& t) {
   mg::detail::suspend_tangents off;
   const auto& ti = *t.impl();
   const tensor v = mg::detail::view_of(t, ti.shape, ti.strides);
   v.impl()->offset = ti.offset;
-  return mg::detail::record(reshape_op{{.shape = ti.shape, .view = true}}, v, t);
+  return mg::detail::record(reshape_op{{.shape = ti.shape, .view = true}}, mg::detail::lazy<I>(v),
+                            t);
 }
 }  // namespace detail_fw
 
@@ -63,7 +66,8 @@ inline tensor differentiable_alias(const tensor& t) {
 /// ```cpp
 /// auto x = mg::forward_ad::make_dual(mg::tensor({1.0, 2.0}), mg::ones({2}));
 /// ```
-inline tensor make_dual(const tensor& primal, const tensor& tangent) {
+template <int I = 0>
+tensor make_dual(const tensor& primal, const tensor& tangent) {
   if (!primal.defined() || !tangent.defined())
     detail::fail("forward_ad::make_dual: the primal or the tangent is an undefined tensor");
   if (!detail::dual_level_open().load())
@@ -74,8 +78,8 @@ inline tensor make_dual(const tensor& primal, const tensor& tangent) {
     detail::fail("forward_ad::make_dual: the primal (shape ", detail::shape_string(primal.shape()),
                  ") is ", detail::dtype_name(primal.dtype()),
                  "; only floating-point tensors have tangents");
-  tensor y = detail_fw::differentiable_alias(primal);
-  detail::set_tangent(y.impl(), tangent, "forward_ad::make_dual", 0);
+  tensor y = detail_fw::differentiable_alias<I>(primal);
+  detail::set_tangent<I>(y.impl(), tangent, "forward_ad::make_dual", 0);
   return y;
 }
 
@@ -88,9 +92,10 @@ struct unpacked_dual {
 
 /// The primal and tangent of a tensor, inside an open dual level (outside one, the tangent is
 /// undefined).
-inline unpacked_dual unpack_dual(const tensor& t) {
+template <int I = 0>
+unpacked_dual unpack_dual(const tensor& t) {
   if (!t.defined()) detail::fail("forward_ad::unpack_dual: the tensor is undefined");
-  return {detail_fw::differentiable_alias(t), detail::tangent_of(*t.impl())};
+  return {detail_fw::differentiable_alias<I>(t), detail::tangent_of(*t.impl())};
 }
 
 }  // namespace mg::forward_ad

@@ -306,7 +306,7 @@ struct function_access {
     if (forward_ad_active()) tangents = output_tangents<F>(ctx, inputs, outs);
     finish(*n, n, inputs, outs, record);
     for (std::size_t k = 0; k < tangents.size(); ++k)
-      if (tangents[k].defined()) set_tangent(outs[k].impl(), tangents[k], ctx.name_, k);
+      if (tangents[k].defined()) set_tangent<lazy_v<F>>(outs[k].impl(), tangents[k], ctx.name_, k);
     return from_tensor_list<R>(outs);
   }
 
@@ -373,7 +373,7 @@ struct function_access {
         if (record && o->is_view)
           fail(name, ": mark_dirty of a view (shape ", shape_string(o->shape),
                ") is not supported; modify the tensor it views, or a clone()");
-        ++o->store->version;  // See Note [Version counter]
+        bump_version<lazy_v<F>>(*o);
       } else {
         // a fresh handle: an input returned as is keeps its own history
         outs[k] = tensor(alias_of(*o));

@@ -88,15 +88,19 @@ tensor_list call(F& fn, const tensor_list& args, const char* api) {
   return outs;
 }
 
-inline std::vector<double> values(const tensor& t) {
-  const auto a = t.to_xtensor<double>();
+// The helpers that apply ops are templates in name only, which check() calls with L, a value that
+// depends on its F (Note [Lazy members] in <metagrad/tensor_class.hpp>).
+template <int I>
+std::vector<double> values(const tensor& t) {
+  const auto a = lazy<I>(t).template to_xtensor<double>();
   return std::vector<double>(a.data(), a.data() + a.size());
 }
 
 // Writes one element of a flat view (1-D, sharing storage with the tensor it views).
-inline void set_element(const tensor& flat, std::int64_t j, double v) {
+template <int I>
+void set_element(const tensor& flat, std::int64_t j, double v) {
   no_grad_guard ng;
-  flat.select(0, j).fill_(v);
+  lazy<I>(flat).select(0, j).fill_(v);
 }
 
 // Like detail::message, without the "metagrad: " prefix: a part of a message.
@@ -159,8 +163,9 @@ struct names {
 // jac[k][d][j * numel(out k) + m]: d output k element m / d differentiated input d element j.
 using jacobian = std::vector<std::vector<std::vector<double>>>;
 
-inline jacobian analytical(const char* api, const tensor_list& outs, const tensor_list& diff_in,
-                           const std::vector<std::size_t>& diff) {
+template <int I>
+jacobian analytical(const char* api, const tensor_list& outs, const tensor_list& diff_in,
+                    const std::vector<std::size_t>& diff) {
   jacobian jac(outs.size());
   for (std::size_t k = 0; k < outs.size(); ++k) {
     const tensor& out = outs[k];
@@ -169,16 +174,16 @@ inline jacobian analytical(const char* api, const tensor_list& outs, const tenso
     if (!out.requires_grad()) continue;
     for (std::int64_t m = 0; m < nout; ++m) {
       tensor one_hot = zeros_like(out);
-      set_element(one_hot.reshape({-1}), m, 1.0);
-      const tensor_list g =
-          autograd::grad({out}, diff_in, {one_hot}, {.retain_graph = true, .allow_unused = true});
+      set_element<I>(lazy<I>(one_hot).reshape({-1}), m, 1.0);
+      const tensor_list g = autograd::grad<I>({out}, diff_in, {one_hot},
+                                              {.retain_graph = true, .allow_unused = true});
       for (std::size_t d = 0; d < diff_in.size(); ++d) {
         if (!g[d].defined()) continue;  // unused: zeros
         if (g[d].numel() != diff_in[d].numel())
           fail(api, ": the gradient of output ", k, " with respect to input ", diff[d],
                " has shape ", shape_string(g[d].shape()), " but the input has shape ",
                shape_string(diff_in[d].shape()), "; a backward returns the input's shape");
-        const auto v = values(g[d]);
+        const auto v = values<I>(g[d]);
         for (std::size_t j = 0; j < v.size(); ++j) jac[k][d][j * std::size_t(nout) + m] = v[j];
       }
     }
@@ -194,14 +199,15 @@ template <class F>
 std::string check(const char* api, const char* what, F& fn, const tensor_list& inputs,
                   const std::vector<std::size_t>& diff, const autograd::gradcheck_options& o,
                   const names& name) {
+  constexpr int L = lazy_v<F>;
   enable_grad_guard grad_on(true);
   tensor_list diff_in;
   for (std::size_t i : diff) diff_in.push_back(inputs[i]);
 
   // the analytical Jacobian, twice on the same graph
   const tensor_list outs = call(fn, inputs, api);
-  const jacobian ana = analytical(api, outs, diff_in, diff);
-  const jacobian again = analytical(api, outs, diff_in, diff);
+  const jacobian ana = analytical<L>(api, outs, diff_in, diff);
+  const jacobian again = analytical<L>(api, outs, diff_in, diff);
   for (std::size_t k = 0; k < outs.size(); ++k)
     for (std::size_t d = 0; d < diff.size(); ++d)
       for (std::size_t e = 0; e < ana[k][d].size(); ++e)
@@ -222,7 +228,8 @@ std::string check(const char* api, const char* what, F& fn, const tensor_list& i
   tensor_list args = inputs;
   for (std::size_t d = 0; d < diff.size(); ++d) {
     const std::size_t i = diff[d];
-    args[i] = tensor(inputs[i].to_xtensor<double>()).to(inputs[i].device()).requires_grad_();
+    const tensor copy(lazy<L>(inputs[i]).template to_xtensor<double>());
+    args[i] = lazy<L>(copy).to(inputs[i].device()).requires_grad_();
     for (std::size_t e = 0; e < d; ++e)
       if (inputs[diff[e]].impl() == inputs[i].impl()) args[i] = args[diff[e]];
   }
@@ -237,7 +244,7 @@ std::string check(const char* api, const char* what, F& fn, const tensor_list& i
         fail(api, ": output ", k, " of fn has shape ", shape_string(r[k].shape()),
              " for perturbed inputs but ", shape_string(outs[k].shape()),
              " at first; its shape must not depend on the input values");
-      v.push_back(values(r[k]));
+      v.push_back(values<L>(r[k]));
     }
     return v;
   };
@@ -245,14 +252,14 @@ std::string check(const char* api, const char* what, F& fn, const tensor_list& i
   for (std::size_t k = 0; k < outs.size(); ++k)
     for (const auto& x : diff_in) num[k].emplace_back(std::size_t(x.numel() * outs[k].numel()));
   for (std::size_t d = 0; d < diff.size(); ++d) {
-    const tensor flat = args[diff[d]].detach().reshape({-1});
-    const auto x0 = values(flat);
+    const tensor flat = lazy<L>(args[diff[d]]).detach().reshape({-1});
+    const auto x0 = values<L>(flat);
     for (std::size_t j = 0; j < x0.size(); ++j) {
-      set_element(flat, std::int64_t(j), x0[j] + o.eps);
+      set_element<L>(flat, std::int64_t(j), x0[j] + o.eps);
       const auto plus = evaluate();
-      set_element(flat, std::int64_t(j), x0[j] - o.eps);
+      set_element<L>(flat, std::int64_t(j), x0[j] - o.eps);
       const auto minus = evaluate();
-      set_element(flat, std::int64_t(j), x0[j]);
+      set_element<L>(flat, std::int64_t(j), x0[j]);
       for (std::size_t k = 0; k < outs.size(); ++k)
         for (std::size_t m = 0; m < plus[k].size(); ++m)
           num[k][d][j * plus[k].size() + m] = (plus[k][m] - minus[k][m]) / (2 * o.eps);
@@ -348,7 +355,8 @@ bool gradgradcheck(F&& fn, const tensor_list& inputs, const gradcheck_options& o
       const auto& s = outs[k].shape();
       auto a = xt::xarray<double>::from_shape(std::vector<std::size_t>(s.begin(), s.end()));
       for (auto& v : a) v = uniform(gen);
-      vs.push_back(tensor(a).to(outs[k].device()).requires_grad_());
+      const tensor t(a);
+      vs.push_back(detail::lazy<detail::lazy_v<F>>(t).to(outs[k].device()).requires_grad_());
       diff_out.push_back(k);
     }
     if (vs.empty())
@@ -371,8 +379,8 @@ bool gradgradcheck(F&& fn, const tensor_list& inputs, const gradcheck_options& o
       diff_outs.push_back(outs[k]);
     }
     for (std::size_t i : diff) diff_in.push_back(in[i]);
-    tensor_list gs =
-        autograd::grad(diff_outs, diff_in, v, {.create_graph = true, .allow_unused = true});
+    tensor_list gs = autograd::grad<detail::lazy_v<F>>(
+        diff_outs, diff_in, v, {.create_graph = true, .allow_unused = true});
     for (std::size_t d = 0; d < gs.size(); ++d)
       if (!gs[d].defined()) gs[d] = zeros_like(diff_in[d]);
     return gs;

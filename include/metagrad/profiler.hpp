@@ -43,8 +43,10 @@
 #include <metagrad/error.hpp>
 #include <metagrad/types.hpp>
 
-// NVTX (the CUDA toolkit's header-only nvtx3) when the include path has it: see emit_nvtx_guard.
-#if __has_include(<nvtx3/nvToolsExt.h>)
+// NVTX (the CUDA toolkit's header-only nvtx3) when asked for (MG_WITH_NVTX, or a translation unit
+// nvcc compiles) and the include path has it: see emit_nvtx_guard. Not by default: nvtx3 defines
+// about 70 functions in every translation unit that includes it (0.35 s of g++ -O2 per file).
+#if (defined(MG_WITH_NVTX) || defined(__CUDACC__)) && __has_include(<nvtx3/nvToolsExt.h>)
 #include <nvtx3/nvToolsExt.h>
 #define MG_PROFILER_NVTX 1
 #else
@@ -282,14 +284,15 @@ inline namespace without_nvtx {
 #endif
 /// While it lives, every forward op, backward node and record_function range is also an NVTX
 /// range (push/pop, named like the profiler's events) for Nsight Systems (`nsys profile`), as
-/// torch's `emit_nvtx()`. It needs the CUDA toolkit's header-only nvtx3 on the include path
-/// (`available` tells); without it the guard does nothing:
+/// torch's `emit_nvtx()`. It needs the CUDA toolkit's header-only nvtx3 on the include path and
+/// `MG_WITH_NVTX` defined (or the file compiled by nvcc); `available` tells, and without them
+/// the guard does nothing:
 /// ```cpp
 /// { prof::emit_nvtx_guard nvtx; train_step(); }
 /// ```
 class emit_nvtx_guard {
  public:
-  /// Whether this translation unit found <nvtx3/nvToolsExt.h>.
+  /// Whether this translation unit asked for NVTX (MG_WITH_NVTX) and found <nvtx3/nvToolsExt.h>.
   static constexpr bool available = MG_PROFILER_NVTX != 0;
 
   explicit emit_nvtx_guard(bool enabled = true) : on_(enabled && available) {

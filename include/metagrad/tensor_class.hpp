@@ -67,6 +67,11 @@ template <int, class T>
 constexpr T& lazy(T& t) noexcept {
   return t;
 }
+// 0, as a value that depends on T: a template calls a helper that is a template in name only as
+// helper<lazy_v<T>>(...), so that the helper is instantiated with the caller, not where the
+// caller is defined (a call with no dependent argument is bound and instantiated there).
+template <class...>
+inline constexpr int lazy_v = 0;
 
 }  // namespace detail
 
@@ -280,8 +285,12 @@ class tensor {
   template <int = 0>
   tensor& relu_(call_site site = {});
 
+  // templates in name only, as the engine's other entry points (Note [Engine ops])
+  template <int = 0>
   void backward(const tensor& grad = {}) const;
+  template <int = 0>
   void backward(const tensor& grad, const backward_options& options) const;
+  template <int = 0>
   void backward(const backward_options& options) const;
 
   const detail::impl_ptr& impl() const { return impl_; }
@@ -335,6 +344,7 @@ tensor ones_like(const tensor& t);
 tensor full_like(const tensor& t, double value);
 tensor randn_like(const tensor& t);
 /// A recorded copy of t that owns its storage (torch's clone): `auto y = mg::clone(x);`.
+template <int = 0>  // Note [Lazy members]
 tensor clone(const tensor& t, call_site site = {});
 
 /// The tensors joined along `dim` (`mg::cat({a, b}, 1)`); all shapes agree except along dim.

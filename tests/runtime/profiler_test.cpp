@@ -15,10 +15,10 @@
 
 #include <gtest/gtest.h>
 
-// This file is the program's NVTX tool when the toolkit's nvtx3 is on the include path: it
-// defines nvtx3's static injection hook below (so the header must not define its weak default,
-// and reads our declaration instead).
-#if __has_include(<nvtx3/nvToolsExt.h>)
+// This file is the program's NVTX tool when CMake found the toolkit's nvtx3 (and so defined
+// MG_WITH_NVTX): it defines nvtx3's static injection hook below (so the header must not define
+// its weak default, and reads our declaration instead).
+#if defined(MG_WITH_NVTX) && __has_include(<nvtx3/nvToolsExt.h>)
 #include <cstdint>
 #define NVTX_STATIC_INJECTION_IMPL
 extern "C" int (*InitializeInjectionNvtx2_fnptr)(const void* (*)(std::uint32_t));

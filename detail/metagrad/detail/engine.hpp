@@ -43,6 +43,7 @@ struct backward_call {
   bool create_graph = false;
   bool accumulate = true;  // into .grad (backward) or captured and returned (grad)
   bool allow_unused = false;
+  const engine_ops* ops = nullptr;  // Note [Engine ops] in nodes.hpp; set by the entry point
 };
 
 // An open-addressing table from nodes to their state in one graph task: 16 bytes a slot.
@@ -136,13 +137,15 @@ inline bool will_execute(const graph_task& t, const graph_node* n) {
   return (s->flags & (node_table::exec | node_table::target)) != 0;
 }
 
-inline void add_gradient(impl_ptr& slot, impl_ptr g) {
+inline const engine_ops& task_ops() { return *current_task()->call.ops; }
+
+inline void add_gradient(const engine_ops& ops, impl_ptr& slot, impl_ptr g) {
   if (!g) return;
-  slot = slot ? (tensor(slot) + tensor(g)).impl() : std::move(g);
+  slot = slot ? ops.add(tensor(slot), tensor(g)).impl() : std::move(g);
 }
 
-inline impl_ptr root_gradient(const tensor& out, const tensor& grad, const char* api,
-                              std::size_t i) {
+inline impl_ptr root_gradient(const engine_ops& ops, const tensor& out, const tensor& grad,
+                              const char* api, std::size_t i) {
   if (!grad.defined()) {
     if (out.numel() != 1)
       fail(api, ": grad can be implicitly created only for scalar outputs; got shape ",
@@ -157,13 +160,13 @@ inline impl_ptr root_gradient(const tensor& out, const tensor& grad, const char*
     fail(api, ": the gradient for output ", i, " is on device ", device_name(grad.device()),
          " but the output is on device ", device_name(out.device()),
          "; move it with .to(mg::device::", device_name(out.device()), ")");
-  return grad.to(out.dtype()).impl();
+  return ops.to(grad, out.dtype()).impl();
 }
 
 // The gradient g computed by node `from` for its input i, fitted to what the receiving node
 // expects (m): summed back over broadcast dimensions, cast to its dtype; an error otherwise.
-inline impl_ptr fit_gradient(impl_ptr g, const tensor_meta& m, const graph_node& from,
-                             std::size_t i) {
+inline impl_ptr fit_gradient(const engine_ops& ops, impl_ptr g, const tensor_meta& m,
+                             const graph_node& from, std::size_t i) {
   if (!g) return g;
   if (g->device() != m.device)
     fail(from.name(), ": backward returned a gradient on device ", device_name(g->device()),
@@ -175,13 +178,13 @@ inline impl_ptr fit_gradient(impl_ptr g, const tensor_meta& m, const graph_node&
       fail(from.name(), ": backward returned a gradient of shape ", shape_string(r.shape()),
            " for input ", i, " of shape ", shape_string(m.shape),
            "; return one gradient per input, in the input's shape (or broadcastable to it)");
-    r = mg::sum_to(r, m.shape);
+    r = ops.sum_to(r, m.shape);
   }
   if (r.dtype() != m.dtype) {
     if (!is_floating(r.dtype()))
       fail(from.name(), ": backward returned a gradient of dtype ", dtype_name(r.dtype()),
            " for input ", i, " of dtype ", dtype_name(m.dtype), "; gradients are floating-point");
-    r = r.to(m.dtype);
+    r = ops.to(r, m.dtype);
   }
   return r.impl();
 }
@@ -231,7 +234,7 @@ inline bool before_node(graph_task& task, graph_node& n, std::vector<impl_ptr>& 
       }
       for (const auto& r : hs->retains)
         if (r.output_nr == k)
-          if (auto t = r.tensor.lock()) accumulate_into(*t, grads[k]);
+          if (auto t = r.tensor.lock()) accumulate_into(*task.call.ops, *t, grads[k]);
     }
   }
   if (flags & node_table::target)
@@ -241,7 +244,7 @@ inline bool before_node(graph_task& task, graph_node& n, std::vector<impl_ptr>& 
         if (!task.call.accumulate)
           task.captured[c.input] = g;
         else if (!n.is_accumulator())
-          accumulate_into(*(*task.inputs)[c.input].impl(), g);
+          accumulate_into(*task.call.ops, *(*task.inputs)[c.input].impl(), g);
       }
   return !task.has_targets || (flags & node_table::exec);
 }
@@ -285,7 +288,8 @@ inline void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
   }
   for (std::size_t i = 0; i < edges.size(); ++i)
     if (edges[i] && out[i])
-      out[i] = fit_gradient(std::move(out[i]), edges[i]->outputs()[edges[i].input_nr], n, i);
+      out[i] = fit_gradient(*task.call.ops, std::move(out[i]),
+                            edges[i]->outputs()[edges[i].input_nr], n, i);
     else
       out[i] = nullptr;
   if (anomaly_mode().load(std::memory_order_relaxed)) check_anomaly(n, out);
@@ -314,6 +318,7 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
   if (!grads.empty() && grads.size() != outputs.size())
     fail(c.api, ": got ", grads.size(), " gradients for ", outputs.size(),
          " outputs; pass one gradient per output (or none for scalar outputs)");
+  if (!c.ops) fail(c.api, ": internal error: the engine was entered without its ops");
   graph_task task;
   task.call = c;
   task.id = next_task_id();
@@ -329,7 +334,7 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
     impl_ptr g;
     {
       grad_mode_guard mode(c.create_graph);
-      g = root_gradient(out, i < grads.size() ? grads[i] : tensor{}, c.api, i);
+      g = root_gradient(*c.ops, out, i < grads.size() ? grads[i] : tensor{}, c.api, i);
     }
     roots.emplace_back(gradient_edge(out.impl()), std::move(g));
   }
@@ -426,7 +431,7 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
   std::priority_queue<ready_entry> ready;
   for (auto& [e, g] : roots) {
     auto& s = *task.table.lookup(e.function.get());
-    add_gradient(buffer(e.function, s).grads[e.input_nr], std::move(g));
+    add_gradient(*c.ops, buffer(e.function, s).grads[e.input_nr], std::move(g));
     if (s.deps == 0) ready.emplace(e.function->sequence_nr, e.function.get());
   }
   struct task_scope {
@@ -461,7 +466,7 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
       auto& cs = *task.table.lookup(e.function.get());
       if (!task.has_targets || (cs.flags & node_table::need)) {
         auto& b = buffer(e.function, cs);
-        add_gradient(b.grads[e.input_nr], std::move(out[k]));
+        add_gradient(*c.ops, b.grads[e.input_nr], std::move(out[k]));
       }
       if (--cs.deps == 0) {
         if (task.has_targets && !(cs.flags & node_table::need)) continue;

@@ -31,8 +31,9 @@ namespace mg::detail {
 inline tensor tangent_of(const tensor_impl& t) { return tensor(t.tangent); }
 
 // Gives t the tangent r (op and output k name it in errors): same shape and device, t's
-// floating dtype.
-inline void set_tangent(const impl_ptr& p, tensor r, const char* op, std::size_t k) {
+// floating dtype. (A template in name only: Note [Lazy members].)
+template <int I>
+void set_tangent(const impl_ptr& p, tensor r, const char* op, std::size_t k) {
   tensor_impl& t = *p;
   if (!dual_level_open().load()) fail(op, ": a tangent needs an open mg::forward_ad::dual_level");
   if (!is_floating(t.dtype()))
@@ -46,7 +47,7 @@ inline void set_tangent(const impl_ptr& p, tensor r, const char* op, std::size_t
          " but the output on device ", device_name(t.device()), "; put it on the same device");
   if (r.dtype() != t.dtype()) {
     suspend_tangents off;
-    r = r.to(t.dtype());
+    r = lazy<I>(r).to(t.dtype());
   }
   auto& d = duals();
   std::lock_guard lock(d.m);
@@ -85,12 +86,13 @@ void propagate_tangent(const Op& op, const tensor& out, const T&... in) {
     if constexpr (is_elementwise<Op>()) {
       const auto one = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
         if (!t[k].defined()) return;
+        constexpr int L = lazy_v<Op>;  // Note [Lazy members]
         tensor g = t[k].to(out.dtype());
-        if (g.shape() != out.shape()) g = g.expand(out.shape());
+        if (g.shape() != out.shape()) g = lazy<L>(g).expand(out.shape());
         tensor c = tangent_component<k>(op.backward(in..., out, g));
         if (!c.defined()) return;
-        if (c.shape() != out.shape()) c = c.expand(out.shape());
-        r = r.defined() ? r + c : c;
+        if (c.shape() != out.shape()) c = lazy<L>(c).expand(out.shape());
+        r = r.defined() ? lazy<L>(r) + c : c;
       };
       (one(std::integral_constant<std::size_t, I>{}), ...);
     } else {
@@ -113,6 +115,7 @@ void propagate_tangent(const Op& op, const tensor& out, const T&... in) {
         bool deep = outer && ((in.requires_grad() || ...));
         for (const auto& u : us) deep = deep || (outer && u.requires_grad());
         backward_call c{"forward-mode AD"};
+        c.ops = engine_ops_of<lazy_v<Op>>();
         c.create_graph = deep;
         c.keep_graph = deep;
         c.accumulate = false;
@@ -123,7 +126,7 @@ void propagate_tangent(const Op& op, const tensor& out, const T&... in) {
   }
   (std::make_index_sequence<N>{});
   if (!r.defined()) r = zeros(out.shape(), {.dtype = out.dtype(), .device = out.device()});
-  set_tangent(out.impl(), std::move(r), op_name<Op>(), 0);
+  set_tangent<lazy_v<Op>>(out.impl(), std::move(r), op_name<Op>(), 0);
 }
 
 // cat: the tangents joined (zeros for inputs without one). A template in name only, as
@@ -140,7 +143,7 @@ void cat_tangent(const tensor_list& xs, std::int64_t dim, const tensor& out) {
     ts.push_back(t.defined() ? lazy<I>(t).to(out.dtype())
                              : zeros(x.shape(), {.dtype = out.dtype(), .device = x.device()}));
   }
-  set_tangent(out.impl(), mg::cat<I>(ts, dim), "cat", 0);
+  set_tangent<I>(out.impl(), mg::cat<I>(ts, dim), "cat", 0);
 }
 
 }  // namespace mg::detail

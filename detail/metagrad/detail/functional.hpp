@@ -50,9 +50,10 @@ inline tensor_list as_list(const tensor& t) { return {t}; }
 inline const tensor_list& as_list(const tensor_list& ts) { return ts; }
 
 // Note [Functional inputs]. `need_graph`: the prepared tensor requires grad (inputs) or keeps
-// whatever it had (v).
-inline tensor_list prepare(const tensor_list& xs, const site& s, bool need_graph,
-                           const char* what) {
+// whatever it had (v). The helpers that apply ops are templates in name only, called from the
+// transforms with a dependent argument (Note [Lazy members]).
+template <int I = 0>
+tensor_list prepare(const tensor_list& xs, const site& s, bool need_graph, const char* what) {
   tensor_list out;
   out.reserve(xs.size());
   for (std::size_t i = 0; i < xs.size(); ++i) {
@@ -65,7 +66,7 @@ inline tensor_list prepare(const tensor_list& xs, const site& s, bool need_graph
            ") has dtype ", dtype_name(x.dtype()),
            "; only floating-point tensors are differentiated: convert it with .to(mg::f64)");
     if (s.create_graph && x.requires_grad()) {
-      out.push_back(mg::view(x, x.shape()));
+      out.push_back(mg::view(lazy<I>(x), x.shape()));
     } else {
       tensor d = x.detach();
       if (need_graph) d.requires_grad_(true);
@@ -111,8 +112,9 @@ inline void check_v(const tensor_list& v, const tensor_list& like, const site& s
 // The gradients of `ys` (weighted by `gs`, one per y; empty for one-element ys) with respect to
 // `xs`: outputs that do not require grad are left out (they contribute nothing), and an input
 // nothing reaches gets an undefined tensor.
-inline tensor_list gradients(const tensor_list& ys, const tensor_list& xs, const tensor_list& gs,
-                             bool create_graph, bool retain_graph) {
+template <int I>
+tensor_list gradients(const tensor_list& ys, const tensor_list& xs, const tensor_list& gs,
+                      bool create_graph, bool retain_graph) {
   tensor_list outs, weights;
   for (std::size_t i = 0; i < ys.size(); ++i) {
     if (!ys[i].defined() || !ys[i].requires_grad()) continue;
@@ -120,10 +122,10 @@ inline tensor_list gradients(const tensor_list& ys, const tensor_list& xs, const
     if (!gs.empty()) weights.push_back(gs[i]);
   }
   if (outs.empty()) return tensor_list(xs.size());
-  return mg::autograd::grad(outs, xs, weights,
-                            {.retain_graph = retain_graph || create_graph,
-                             .create_graph = create_graph,
-                             .allow_unused = true});
+  return mg::autograd::grad<I>(outs, xs, weights,
+                               {.retain_graph = retain_graph || create_graph,
+                                .create_graph = create_graph,
+                                .allow_unused = true});
 }
 
 // Undefined gradients become zeros of `like`'s tensors; in strict mode an error that reads
@@ -155,22 +157,25 @@ inline shape_t concat(const shape_t& a, const shape_t& b) {
 }
 
 // A tensor like y that is 1 at flat index e and 0 elsewhere.
-inline tensor one_hot(const tensor& y, std::int64_t e) {
+template <int I>
+tensor one_hot(const tensor& y, std::int64_t e) {
   const auto& sh = y.shape();
   xt::xarray<double> h = xt::zeros<double>(std::vector<std::size_t>(sh.begin(), sh.end()));
   h.flat(static_cast<std::size_t>(e)) = 1.0;
-  return tensor(h).to(y.dtype()).to(y.device());
+  const tensor t(h);
+  return lazy<I>(t).to(y.dtype()).to(y.device());
 }
 
 // The Jacobian of one tensor y with respect to each of xs, of shapes y.shape ++ x.shape: one
 // backward per element of y, along a one-hot gradient, the graph kept between them. `what`
 // names y in messages ("output 0 of f").
-inline tensor_list jacobian_of(const tensor& y, const tensor_list& xs, const site& s,
-                               const std::string& what) {
+template <int I>
+tensor_list jacobian_of(const tensor& y, const tensor_list& xs, const site& s,
+                        const std::string& what) {
   const std::int64_t n = y.numel();
   std::vector<tensor_list> rows(xs.size());
   for (std::int64_t e = 0; e < n; ++e) {
-    const tensor_list g = gradients({y}, xs, {one_hot(y, e)}, s.create_graph, true);
+    const tensor_list g = gradients<I>({y}, xs, {one_hot<I>(y, e)}, s.create_graph, true);
     for (std::size_t k = 0; k < xs.size(); ++k) {
       if (s.strict && !g[k].defined())
         fail("functional::", s.name, ": ", what, " does not depend on input ", k,
@@ -186,7 +191,7 @@ inline tensor_list jacobian_of(const tensor& y, const tensor_list& xs, const sit
   for (std::size_t k = 0; k < xs.size(); ++k) {
     const shape_t shape = concat(y.shape(), xs[k].shape());
     out.push_back(n == 0 ? zeros(shape, {.dtype = xs[k].dtype(), .device = xs[k].device()})
-                         : mg::reshape(mg::stack(rows[k], 0), shape));
+                         : mg::reshape(mg::stack<I>(rows[k], 0), shape));
   }
   return out;
 }
@@ -278,7 +283,7 @@ output_and_result<Y, X> vjp(const F& f, const X& x, const Y& v, const site& s) {
   const tensor_list xs = prepare(as_list(x), s, true, "input");
   const tensor_list ys = call<X>(f, xs, s);
   const tensor_list vs = prepare_v(v, ys, s, "output", "output of f");
-  tensor_list r = gradients(ys, xs, vs, s.create_graph, s.create_graph);
+  tensor_list r = gradients<lazy_v<X>>(ys, xs, vs, s.create_graph, s.create_graph);
   r = fill_zeros(std::move(r), xs, s, "f's outputs do not depend on input ");
   return {as<Y>(finish(ys, s)), as<X>(finish(std::move(r), s))};
 }
@@ -301,13 +306,13 @@ output_and_result<Y, Y> jvp(const F& f, const X& x, const X& v, const site& s) {
   }
   tensor_list r(ys.size());
   if (!us.empty()) {
-    const tensor_list jtu = gradients(live, xs, us, true, true);  // J^T u, linear in u
+    const tensor_list jtu = gradients<lazy_v<X>>(live, xs, us, true, true);  // J^T u, linear in u
     if (s.strict)
       for (std::size_t k = 0; k < jtu.size(); ++k)
         if (!jtu[k].defined() || !jtu[k].requires_grad())
           fail("functional::", s.name, ": f's outputs do not depend on input ", k,
                " (strict mode); make f depend on it or pass .strict = false to get zeros");
-    const tensor_list jv = gradients(jtu, us, vs, s.create_graph, s.create_graph);
+    const tensor_list jv = gradients<lazy_v<X>>(jtu, us, vs, s.create_graph, s.create_graph);
     for (std::size_t j = 0; j < where.size(); ++j) r[where[j]] = jv[j];
   }
   r = fill_zeros(std::move(r), ys, s, "output ", " of f does not depend on the inputs");
@@ -333,14 +338,14 @@ output_and_result<tensor, X> hvp(const F& f, const X& x, const X& v, const site&
   const tensor_list vs = prepare_v(v, xs, s, "input", "input");
   const tensor_list ys = call<X>(f, xs, s);
   const tensor& y = scalar_output(ys, s);
-  tensor_list g = gradients({y}, xs, {}, true, true);
+  tensor_list g = gradients<lazy_v<X>>({y}, xs, {}, true, true);
   if (s.strict)
     for (std::size_t k = 0; k < g.size(); ++k)
       if (!g[k].defined() || !g[k].requires_grad())
         fail("functional::", s.name, ": the gradient of f with respect to input ", k,
              " does not depend on the inputs, so its Hessian is zero (strict mode); pass "
              ".strict = false to get zeros");
-  tensor_list r = gradients(g, xs, vs, s.create_graph, s.create_graph);
+  tensor_list r = gradients<lazy_v<X>>(g, xs, vs, s.create_graph, s.create_graph);
   r = fill_zeros(std::move(r), xs, s, "the gradient of f does not depend on input ");
   return {as<tensor>(finish(ys, s)), as<X>(finish(std::move(r), s))};
 }
@@ -354,7 +359,8 @@ auto jacobian(const F& f, const X& x, const site& s) {
   const tensor_list ys = call<X>(f, xs, s);
   std::vector<tensor_list> j;
   for (std::size_t i = 0; i < ys.size(); ++i)
-    j.push_back(finish(jacobian_of(ys[i], xs, s, "output " + std::to_string(i) + " of f"), s));
+    j.push_back(
+        finish(jacobian_of<lazy_v<X>>(ys[i], xs, s, "output " + std::to_string(i) + " of f"), s));
   if constexpr (std::same_as<Y, tensor>) {
     return as<X>(std::move(j[0]));
   } else if constexpr (std::same_as<X, tensor>) {
@@ -374,7 +380,7 @@ auto hessian(const F& f, const X& x, const site& s) {
   const tensor_list xs = prepare(as_list(x), s, true, "input");
   const tensor_list ys = call<X>(f, xs, s);
   const tensor& y = scalar_output(ys, s);
-  const tensor_list g = gradients({y}, xs, {}, true, true);
+  const tensor_list g = gradients<lazy_v<X>>({y}, xs, {}, true, true);
   std::vector<tensor_list> h;
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const std::string what = "the gradient of f with respect to input " + std::to_string(i);
@@ -383,7 +389,7 @@ auto hessian(const F& f, const X& x, const site& s) {
            " (strict mode); make f depend on it or pass .strict = false to get zeros");
     tensor_list row;
     if (g[i].defined()) {
-      row = jacobian_of(g[i], xs, s, what);
+      row = jacobian_of<lazy_v<X>>(g[i], xs, s, what);
     } else {
       for (const auto& xj : xs)
         row.push_back(zeros(concat(xs[i].shape(), xj.shape()),

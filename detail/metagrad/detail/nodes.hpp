@@ -427,14 +427,38 @@ struct op_node : graph_node {
 
 // ---- leaves -------------------------------------------------------------------------------------
 
+// Note [Engine ops]: the ops the engine applies itself (the sum of two gradients that reach one
+// tensor; a gradient summed to its input's shape, cast to its dtype) are reached through this
+// table, which the engine's entry points (tensor::backward, autograd::grad, autograd::backward
+// and forward-mode's double vjp: templates) pass in backward_call, and nodes read from the
+// running task (task_ops()). The engine is not a template: calling the ops directly would
+// instantiate them, their nodes and kernels and every op those reach in their backward, in every
+// file that includes the header (0.3 s of g++, docs/performance.md "Cheap headers"); through the
+// table they are instantiated where a program runs backward.
+struct engine_ops {
+  tensor (*add)(const tensor&, const tensor&);
+  tensor (*sum_to)(const tensor&, const shape_t&);
+  tensor (*to)(const tensor&, dtype);
+};
+template <int I>
+const engine_ops* engine_ops_of() {
+  static constexpr engine_ops ops{
+      [](const tensor& a, const tensor& b) { return tensor(lazy<I>(a) + b); },
+      [](const tensor& g, const shape_t& s) { return tensor(mg::sum_to(lazy<I>(g), s)); },
+      [](const tensor& g, dtype d) { return lazy<I>(g).to(d); }};
+  return &ops;
+}
+// The running task's table (engine.hpp).
+const engine_ops& task_ops();
+
 // grad accumulated into t.grad: kept as is with create_graph (it carries its graph), else as a
 // copy that owns its storage, as torch's AccumulateGrad does.
-inline void accumulate_into(tensor_impl& t, const impl_ptr& g) {
+inline void accumulate_into(const engine_ops& ops, tensor_impl& t, const impl_ptr& g) {
   if (!g) return;
   if (!t.grad) {
     t.grad = grad_mode() ? g : copy_kernel(*g, g->dtype(), g->shape);
   } else {
-    t.grad = (tensor(t.grad) + tensor(g)).impl();
+    t.grad = ops.add(tensor(t.grad), tensor(g)).impl();
   }
 }
 
@@ -462,7 +486,7 @@ struct accumulate_grad : graph_node {
   std::span<tensor_meta> outputs() override { return {&meta, 1}; }
   void backward(std::span<impl_ptr> grads, std::span<impl_ptr>) {
     std::lock_guard lock(striped_mutex<0>(leaf.get()));
-    accumulate_into(*leaf, grads[0]);
+    accumulate_into(task_ops(), *leaf, grads[0]);
   }
   void surrender_extra() override {
     release_self_capture(leaf, 1, 0);

@@ -236,9 +236,21 @@ tensor shaped_apply(const Op& op, const tensor& like, const X&... x) {
   }(as_tensor(x, like, nd)...);
 }
 
+// MG_DETAIL_CHECK_LAZY (tests/compile_fail/lazy_headers.cpp): a file that applies no op must
+// not instantiate one (Note [Lazy members]); with the macro, a file that does fails to compile.
+#ifdef MG_DETAIL_CHECK_LAZY
+#define MG_DETAIL_LAZY_GUARD(T)                                                                    \
+  static_assert(sizeof(T) == 0,                                                                    \
+                "metagrad: an op was instantiated by a file that applies none: a header names it " \
+                "from non-template code (Note [Lazy members])")
+#else
+#define MG_DETAIL_LAZY_GUARD(T) static_assert(true)
+#endif
+
 // The tensor family of detail::call (see the comment at the top).
 template <class Op, class... X>
 tensor apply_in(tensor_family, const Op& op, const X&... x) {
+  MG_DETAIL_LAZY_GUARD(Op);
   const prof::op_range profiled(&op_name<Op>, x...);  // <metagrad/profiler.hpp>
   const tensor& like = first_tensor(x...);
   operand(like, op_name<Op>());
@@ -420,6 +432,8 @@ struct algebra_impl<tensor> {
       copy_into(*select(out, d, static_cast<std::int64_t>(k)).impl(), *select(x, d, idx[k]).impl());
     return out;
   }
+  // a template in name only: its add kernel is instantiated with index_select's backward
+  template <int I = 0>
   static tensor index_add(const tensor& g, const shape_t& shape, std::size_t d,
                           const std::vector<std::int64_t>& idx);
   template <class... T>
@@ -472,14 +486,15 @@ struct algebra_impl<tensor> {
   }
 };
 
-inline tensor algebra_impl<tensor>::index_add(const tensor& g, const shape_t& shape, std::size_t d,
-                                              const std::vector<std::int64_t>& idx) {
+template <int I>
+tensor algebra_impl<tensor>::index_add(const tensor& g, const shape_t& shape, std::size_t d,
+                                       const std::vector<std::int64_t>& idx) {
   const auto& gi = *g.impl();
   tensor out(fill_kernel(shape, 0.0, gi.dtype(), gi.device()));
   if (shape.empty()) return clone(g);  // a 0-d input and one index 0 (index_select_op)
   for (std::size_t k = 0; k < idx.size(); ++k) {
     const tensor dst = select(out, d, idx[k]), src = select(g, d, static_cast<std::int64_t>(k));
-    const auto& di = *dst.impl();
+    const auto& di = lazy<I>(*dst.impl());
     copy_into(*dst.impl(), *elementwise_kernel(
                                add_op{}, std::array<const tensor_impl*, 2>{&di, src.impl().get()},
                                di.shape, gi.dtype(), gi.dtype()));

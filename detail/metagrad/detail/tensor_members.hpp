@@ -87,7 +87,8 @@ struct as_strided_op {
   static constexpr bool elementwise = false;
   static constexpr auto saves = saved::nothing;
   strided_geometry geo;
-  tensor forward(const tensor& x) const {
+  // (forward and the backwards are templates: Note [View refresh])
+  tensor forward(const auto& x) const {
     const tensor c = x.contiguous();
     auto v = alias_of(*c.impl());
     v->shape = geo.shape;
@@ -98,7 +99,7 @@ struct as_strided_op {
     return tensor(std::move(v));
   }
   // d/dx: g at the viewed elements of zeros of x's shape
-  tensor backward(const auto&, const auto&, const tensor& g) const;
+  tensor backward(const auto&, const auto&, const auto& g) const;
 };
 
 // Zeros of shape geo.base_shape with g written at geo: the adjoint of as_strided_op.
@@ -118,17 +119,19 @@ struct as_strided_backward_op {
     return tensor(std::move(out));
   }
   // d/dg: gg at the viewed elements
-  tensor backward(const auto&, const auto&, const tensor& gg) const {
+  tensor backward(const auto&, const auto&, const auto& gg) const {
     return call(as_strided_op{geo}, gg);
   }
 };
 
-inline tensor as_strided_op::backward(const auto&, const auto&, const tensor& g) const {
+inline tensor as_strided_op::backward(const auto&, const auto&, const auto& g) const {
   return call(as_strided_backward_op{geo}, g);
 }
 
 // The history of a base written in place through a view (torch's CopySlices): input 0 is the
-// base before the write (it gets g outside the view), input 1 the value written (g inside).
+// base before the write (it gets g outside the view), input 1 the value written (g inside). A
+// template in name only (Note [View refresh]).
+template <int I>
 struct copy_slices_node : graph_node {
   strided_geometry geo;
   std::array<edge, 2> next;
@@ -139,11 +142,42 @@ struct copy_slices_node : graph_node {
   void backward(std::span<impl_ptr> grads, std::span<impl_ptr> out) {
     if (!grads[0]) return;
     const tensor g(std::move(grads[0]));
-    const tensor region = call(as_strided_op{geo}, g);
-    if (next[0]) out[0] = (g - call(as_strided_backward_op{geo}, region)).impl();
+    const tensor region = call(as_strided_op{geo}, lazy<I>(g));
+    if (next[0]) out[0] = (lazy<I>(g) - call(as_strided_backward_op{geo}, lazy<I>(region))).impl();
     if (next[1]) out[1] = region.impl();
   }
 };
+
+// Note [View refresh]: a view whose base was written in place after the view was made (the
+// storage's version moved) reads the base's new history: refresh_view records the view as
+// as_strided of the base. refresh_view is not a template (gradient_edge, which every file
+// compiles, calls it), and recording the op from it would instantiate the as_strided ops, their
+// nodes and what their backwards reach in every file that includes the header; so it records
+// through view_refresher(), which every code path that moves a version sets first
+// (bump_version: in-place ops, autograd::increment_version, a Function's mark_dirty; all
+// templates). A version cannot move without one of them, so the pointer is set when needed.
+using view_recorder = void (*)(tensor_impl&);
+inline std::atomic<view_recorder>& view_refresher() {
+  static std::atomic<view_recorder> f{nullptr};
+  return f;
+}
+
+template <int I>
+void record_view_history(tensor_impl& t) {
+  const tensor_impl& b = *t.base;
+  grad_mode_guard on(true);
+  const strided_geometry geo{t.shape, t.strides, t.offset - b.offset, b.shape};
+  const tensor view(alias_of(t));
+  const tensor v = mg::detail::record(as_strided_op{geo}, lazy<I>(view), tensor(t.base));
+  t.grad_fn = v.impl()->grad_fn;
+}
+
+// Bumps the version counter of t's storage (Note [Version counter]).
+template <int I>
+void bump_version(tensor_impl& t) {
+  view_refresher().store(&record_view_history<I>, std::memory_order_relaxed);
+  ++t.store->version;
+}
 
 inline void refresh_view(tensor_impl& t) {
   if (!t.is_view || !t.base || t.store->version == t.view_version) return;
@@ -152,10 +186,11 @@ inline void refresh_view(tensor_impl& t) {
   if (!requires_grad(b) || !b.is_contiguous()) return;
   for (std::size_t i = 0; i < t.shape.size(); ++i)
     if (t.strides[i] == 0 && t.shape[i] > 1) return;  // overlapping: see Note [Views and...]
-  grad_mode_guard on(true);
-  const strided_geometry geo{t.shape, t.strides, t.offset - b.offset, b.shape};
-  const tensor v = mg::detail::record(as_strided_op{geo}, tensor(alias_of(t)), tensor(t.base));
-  t.grad_fn = v.impl()->grad_fn;
+  const view_recorder record_view = view_refresher().load(std::memory_order_relaxed);
+  if (!record_view)
+    fail("a view of shape ", shape_string(t.shape),
+         ": internal error: its version moved without bump_version (Note [View refresh])");
+  record_view(t);
 }
 
 // Note [In-place ops]: an in-place op computes its out-of-place result r from the tensor's
@@ -206,12 +241,13 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
            shape_string(si.strides),
            ") is an expanded view: several of its elements share one memory location, so it "
            "cannot be written in place; clone() it first");
+  constexpr int L = lazy_v<F>;  // the ops below are instantiated with the in-place op
   tensor cur(alias_of(si));
   cur.impl()->grad_fn = si.grad_fn;
   cur.impl()->output_nr = si.output_nr;
   cur.impl()->requires_grad = si.requires_grad;
   cur.impl()->tangent = si.tangent;  // forward-mode AD: r gets the result's tangent
-  if (record && saves_self) cur = cur.clone();
+  if (record && saves_self) cur = lazy<L>(cur).clone();
   tensor r = compute(cur);
   if (r.shape() != si.shape)
     fail(name, ": the result of shape ", shape_string(r.shape()),
@@ -222,15 +258,16 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
          shape_string(si.shape), ") is ", dtype_name(si.dtype()),
          "; an in-place op cannot change the dtype: convert with .to(mg::", dtype_name(r.dtype()),
          ") first, or use the out-of-place op");
-  if (r.dtype() != si.dtype()) r = r.to(si.dtype());  // recorded, so gradients keep dtypes
+  if (r.dtype() != si.dtype()) r = lazy<L>(r).to(si.dtype());  // recorded: gradients keep dtypes
   // the result must not alias the memory it is written to (a.copy_(a.t())), and a leaf or an
   // alias (copy_ of a leaf) gets a node of its own so that the tensor's history points to it
-  if (r.impl()->store == si.store || (record && r.requires_grad() && !r.grad_fn())) r = r.clone();
+  if (r.impl()->store == si.store || (record && r.requires_grad() && !r.grad_fn()))
+    r = lazy<L>(r).clone();
   before_in_place_write(si);  // allow_mutation_on_saved_tensors_guard
   copy_into(si, *r.impl());
-  ++si.store->version;    // See Note [Version counter]
+  bump_version<L>(si);
   if (r.impl()->tangent)  // forward-mode AD: the tensor's tangent is the result's
-    set_tangent(self.impl(), tensor(r.impl()->tangent), name, 0);
+    set_tangent<L>(self.impl(), tensor(r.impl()->tangent), name, 0);
   else
     si.tangent.reset();
   if (through_view) {
@@ -241,10 +278,11 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
     old.impl()->grad_fn = b->grad_fn;
     old.impl()->output_nr = b->output_nr;
     old.impl()->requires_grad = b->requires_grad;
-    auto n = make_node<copy_slices_node>();
+    auto n = make_node<copy_slices_node<L>>();
     n->geo = geo;
     record_node(n, std::array<tensor, 2>{old, r}, std::array<tensor, 1>{tensor(b)});
-    const tensor v = mg::detail::record(as_strided_op{geo}, tensor(alias_of(si)), tensor(b));
+    const tensor view(alias_of(si));
+    const tensor v = mg::detail::record(as_strided_op{geo}, lazy<L>(view), tensor(b));
     si.grad_fn = v.impl()->grad_fn;
     si.view_version = si.store->version;
   } else if (record) {
@@ -389,7 +427,10 @@ tensor tensor::clone(call_site site) const {
   detail::operand(*this, "clone");
   return detail::call_at(site, clone_op{}, detail::lazy<I>(*this));
 }
-inline tensor clone(const tensor& t, call_site site) { return t.clone(site); }
+template <int I>
+tensor clone(const tensor& t, call_site site) {
+  return detail::lazy<I>(t).clone(site);
+}
 
 inline tensor zeros_like(const tensor& t) {
   return zeros(t.shape(), {.dtype = t.dtype(), .device = t.device()});
@@ -508,7 +549,7 @@ inline std::vector<std::int64_t> index_values(const tensor& index, const char* o
 
 // A node of cat over a runtime list of tensors: input k's gradient is its slice of g. (A template
 // in name only: Note [Lazy members].)
-template <int>
+template <int I>
 struct cat_list_node : graph_node {
   std::int64_t dim = 0;
   std::vector<edge> next;
@@ -521,7 +562,7 @@ struct cat_list_node : graph_node {
     if (!grads[0]) return;
     const tensor g(std::move(grads[0]));
     for (std::size_t k = 0; k < next.size(); ++k)
-      if (next[k]) out[k] = mg::slice(g, dim, offsets[k], offsets[k + 1]).impl();
+      if (next[k]) out[k] = mg::slice(lazy<I>(g), dim, offsets[k], offsets[k + 1]).impl();
   }
 };
 }  // namespace detail
@@ -700,10 +741,18 @@ tensor& tensor::zero_(call_site site) {
 
 // ---- autograd ---------------------------------------------------------------------------------
 
-inline void tensor::backward(const tensor& grad) const { backward(grad, backward_options{}); }
-inline void tensor::backward(const backward_options& options) const { backward(tensor{}, options); }
-inline void tensor::backward(const tensor& grad, const backward_options& options) const {
+template <int I>
+void tensor::backward(const tensor& grad) const {
+  backward<I>(grad, backward_options{});
+}
+template <int I>
+void tensor::backward(const backward_options& options) const {
+  backward<I>(tensor{}, options);
+}
+template <int I>
+void tensor::backward(const tensor& grad, const backward_options& options) const {
   detail::backward_call c{"backward"};
+  c.ops = detail::engine_ops_of<I>();
   c.create_graph = options.create_graph;
   c.keep_graph = options.retain_graph.value_or(options.create_graph);
   detail::run_backward({*this}, {grad}, options.inputs, c);
