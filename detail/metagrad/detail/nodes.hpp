@@ -443,8 +443,8 @@ struct engine_ops {
 template <int I>
 const engine_ops* engine_ops_of() {
   static constexpr engine_ops ops{
-      [](const tensor& a, const tensor& b) { return tensor(lazy<I>(a) + b); },
-      [](const tensor& g, const shape_t& s) { return tensor(mg::sum_to(lazy<I>(g), s)); },
+      [](const tensor& a, const tensor& b) -> tensor { return lazy<I>(a) + b; },
+      [](const tensor& g, const shape_t& s) -> tensor { return mg::sum_to(lazy<I>(g), s); },
       [](const tensor& g, dtype d) { return lazy<I>(g).to(d); }};
   return &ops;
 }
