@@ -18,8 +18,10 @@ namespace detail {
 struct function_access;
 
 // Tensors and lists of tensors, flattened in order (undefined tensors are kept: torch's None).
-inline void append_tensors(tensor_list& out, const tensor& t) { out.push_back(t); }
-inline void append_tensors(tensor_list& out, const tensor_list& ts) {
+template <int = 0>
+void append_tensors(tensor_list& out, const tensor& t) { out.push_back(t); }
+template <int = 0>
+void append_tensors(tensor_list& out, const tensor_list& ts) {
   out.insert(out.end(), ts.begin(), ts.end());
 }
 template <class T>
@@ -65,6 +67,7 @@ class context {
     return r;
   }
   /// All the saved tensors, in the order given to save_for_backward.
+  template <class = void>  // Note [Lazy members] in tensor_class.hpp (not int: saved_tensors<N>)
   tensor_list saved_tensors() const {
     if (!saved_) return to_save_;
     tensor_list r;

@@ -133,7 +133,8 @@ inline std::string element(std::int64_t flat, const shape_t& shape) {
 }
 
 // The indices of the inputs to differentiate, after checking them.
-inline std::vector<std::size_t> differentiated(const tensor_list& inputs, const char* api) {
+template <int = 0>
+std::vector<std::size_t> differentiated(const tensor_list& inputs, const char* api) {
   std::vector<std::size_t> diff;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined() || !inputs[i].requires_grad()) continue;

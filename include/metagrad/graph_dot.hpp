@@ -32,6 +32,7 @@ namespace mg {
 namespace detail {
 // Reads a saved_variable without unpacking it: no hook runs, no version check, nothing thrown.
 struct graph_dot_access {
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   static std::string describe(const saved_variable& v) {
     using k = saved_variable::kind;
     if (v.freed_) return "freed";
@@ -62,7 +63,8 @@ struct graph_dot_access {
 };
 
 // Graphviz's quoted strings: quotes and backslashes escaped; lines joined with "\n".
-inline std::string dot_quote(const std::vector<std::string>& lines) {
+template <int = 0>
+std::string dot_quote(const std::vector<std::string>& lines) {
   std::string r = "\"";
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (i) r += "\\n";
@@ -90,7 +92,8 @@ struct dot_options {
 /// auto y = (x * w).sum();
 /// std::ofstream("graph.dot") << mg::autograd::to_dot({y});   // dot -Tsvg graph.dot
 /// ```
-inline std::string to_dot(const tensor_list& outputs, const dot_options& options = {}) {
+template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+std::string to_dot(const tensor_list& outputs, const dot_options& options = {}) {
   using detail::graph_node;
   std::unordered_map<const graph_node*, std::size_t> id;  // a node's position in order
   std::vector<graph_node*> order;

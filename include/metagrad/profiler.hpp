@@ -163,6 +163,7 @@ class event_averages {
   }
   /// The table: Name, Self CPU %, Self CPU, CPU total %, CPU total, CPU time avg, # of Calls,
   /// and Input Shapes when shapes were recorded; a last line gives the self CPU time total.
+  template <int = 0>
   std::string table(const table_options& options = {}) const;
 
  private:
@@ -184,6 +185,7 @@ class event_averages {
 /// ```
 class profile {
  public:
+  template <int = 0>
   explicit profile(const profile_options& options = {}) {
     if (!options.enabled) return;
     auto s = std::make_shared<detail::prof::session>(options.record_shapes);
@@ -224,17 +226,21 @@ class profile {
   }
 
   /// Every range recorded so far, in order of start time (then of opening).
+  template <int = 0>
   std::vector<event> events() const;
 
   /// The events averaged by name (and by input shapes with `.group_by_input_shape`).
+  template <int = 0>
   event_averages key_averages(const average_options& options = {}) const;
 
   /// Writes the events as a Chrome trace (JSON trace events of phase "X", times in
   /// microseconds) that chrome://tracing and ui.perfetto.dev open; throws mg::error naming the
   /// path and the reason if it cannot be written.
+  template <int = 0>
   void export_chrome_trace(const std::string& path) const;
 
  private:
+  template <int = 0>
   std::vector<detail::prof::record> snapshot() const {
     if (!s_) return {};
     std::lock_guard lock(s_->m);
@@ -246,7 +252,8 @@ class profile {
 };
 
 /// Prints `p.key_averages().table()`: `std::cout << p;`.
-inline std::ostream& operator<<(std::ostream& os, const profile& p) {
+template <int = 0>
+std::ostream& operator<<(std::ostream& os, const profile& p) {
   return os << p.key_averages().table();
 }
 
@@ -320,7 +327,8 @@ class emit_nvtx_guard {
 
 // ---- definitions ---------------------------------------------------------------------------
 
-inline std::vector<event> profile::events() const {
+template <int I>
+std::vector<event> profile::events() const {
   const auto records = snapshot();
   std::vector<event> out;
   out.reserve(records.size());
@@ -343,7 +351,8 @@ inline std::vector<event> profile::events() const {
   return out;
 }
 
-inline event_averages profile::key_averages(const average_options& options) const {
+template <int I>
+event_averages profile::key_averages(const average_options& options) const {
   event_averages avg;
   avg.shapes_ = shapes();
   std::unordered_map<std::string, std::size_t> row_of;
@@ -366,7 +375,8 @@ inline event_averages profile::key_averages(const average_options& options) cons
   return avg;
 }
 
-inline std::string event_averages::table(const table_options& options) const {
+template <int I>
+std::string event_averages::table(const table_options& options) const {
   using detail::prof::fit;
   using detail::prof::format_percent;
   using detail::prof::format_time;
@@ -417,7 +427,8 @@ inline std::string event_averages::table(const table_options& options) const {
   return out;
 }
 
-inline void profile::export_chrome_trace(const std::string& path) const {
+template <int I>
+void profile::export_chrome_trace(const std::string& path) const {
   if (path.empty())
     detail::fail(
         "profiler::export_chrome_trace: the path is empty; pass a file name such as "

@@ -96,6 +96,7 @@ void release_self_capture(const impl_ptr& t, long held, long held_fn);  // hooks
 class hook_handle {
  public:
   hook_handle() = default;
+  template <int = 0>  // Note [Lazy members]
   void remove();
 
  private:
@@ -154,18 +155,22 @@ class tensor {
   std::uint64_t version() const { return checked("version").store->version; }
 
   bool requires_grad() const { return impl_ && detail::requires_grad(*impl_); }
+  template <int = 0>  // Note [Lazy members]
   tensor& requires_grad_(bool on = true);
   tensor grad() const { return tensor(checked("grad").grad); }
+  template <int = 0>  // Note [Lazy members]
   void set_grad(const tensor& g);
   std::shared_ptr<autograd::node> grad_fn() const;
   bool is_leaf() const { return checked("is_leaf").grad_fn == nullptr; }
   /// Created under mg::inference_mode_guard (cannot be saved for backward).
   bool is_inference() const { return checked("is_inference").is_inference; }
   bool retains_grad() const;
+  template <int = 0>  // Note [Lazy members]
   void retain_grad() const;
   /// A tensor sharing this one's elements (and version counter) without its history.
   tensor detach() const { return tensor(detail::alias_of(checked("detach"))); }
   /// Detaches this tensor from the graph in place: it becomes a leaf that does not require grad.
+  template <int = 0>  // Note [Lazy members]
   tensor& detach_();
   /// Registers `fn(const mg::tensor& grad) -> mg::tensor` (or void), called with this tensor's
   /// gradient each time it is computed; a defined result replaces the gradient (same shape,
@@ -362,6 +367,7 @@ tensor cross_entropy(const tensor& logits, const tensor& targets, call_site site
 
 /// Prints the values (the first and last few of a large tensor), then shape, dtype, device,
 /// requires_grad and grad_fn: `std::cout << x;`.
+template <int = 0>  // Note [Lazy members]
 std::ostream& operator<<(std::ostream& os, const tensor& t);
 
 }  // namespace mg

@@ -28,7 +28,8 @@
 
 namespace mg::detail {
 
-inline void note_anomaly_parent(graph_node& n) {
+template <int>
+void note_anomaly_parent(graph_node& n) {
   if (const auto* r = running_node(); r && *r) hooks_of(n.hooks).parent = *r;
 }
 
@@ -62,6 +63,7 @@ inline bool all_finite(const tensor_impl& g) {
 }
 
 // The trace lines are appended by rethrow_with_trace, as to every error thrown while n runs.
+template <int>
 inline void check_anomaly(const graph_node& n, std::span<const impl_ptr> out) {
   for (std::size_t i = 0; i < out.size(); ++i)
     if (out[i] && !all_finite(*out[i]))
@@ -70,6 +72,7 @@ inline void check_anomaly(const graph_node& n, std::span<const impl_ptr> out) {
            shape_string(out[i]->shape), ")");
 }
 
+template <int>
 [[noreturn]] inline void rethrow_with_trace(const graph_node& n, const mg::error& e) {
   throw mg::error(e.what() + forward_trace(n));
 }

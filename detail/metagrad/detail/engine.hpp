@@ -59,6 +59,7 @@ class node_table {
   static constexpr std::uint32_t max_buffers = (1u << 27) - 2;
 
   // The slot of n, inserted (flags need|exec) if absent; fresh tells which.
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   slot& find(const graph_node* n, bool& fresh) {
     if (2 * (size_ + 1) > slots_.size()) grow();
     std::size_t i = hash(n) & (slots_.size() - 1);
@@ -83,6 +84,7 @@ class node_table {
     return static_cast<std::size_t>(
         (reinterpret_cast<std::uintptr_t>(n) >> 4) * 0x9E3779B97F4A7C15ULL >> 16);
   }
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   void grow() {
     std::vector<slot> old(std::max<std::size_t>(64, slots_.size() * 2));
     old.swap(slots_);
@@ -139,11 +141,13 @@ inline bool will_execute(const graph_task& t, const graph_node* n) {
 
 inline const engine_ops& task_ops() { return *current_task()->call.ops; }
 
+template <int = 0>
 inline void add_gradient(const engine_ops& ops, impl_ptr& slot, impl_ptr g) {
   if (!g) return;
   slot = slot ? ops.add(tensor(slot), tensor(g)).impl() : std::move(g);
 }
 
+template <int = 0>
 inline impl_ptr root_gradient(const engine_ops& ops, const tensor& out, const tensor& grad,
                               const char* api, std::size_t i) {
   if (!grad.defined()) {
@@ -165,6 +169,7 @@ inline impl_ptr root_gradient(const engine_ops& ops, const tensor& out, const te
 
 // The gradient g computed by node `from` for its input i, fitted to what the receiving node
 // expects (m): summed back over broadcast dimensions, cast to its dtype; an error otherwise.
+template <int = 0>
 inline impl_ptr fit_gradient(const engine_ops& ops, impl_ptr g, const tensor_meta& m,
                              const graph_node& from, std::size_t i) {
   if (!g) return g;
@@ -190,6 +195,7 @@ inline impl_ptr fit_gradient(const engine_ops& ops, impl_ptr g, const tensor_met
 }
 
 // A hook's replacement for a gradient described by m must match it exactly.
+template <int = 0>
 inline void check_hook_result(const tensor& r, const tensor_meta& m, const char* what,
                               const graph_node& n, std::size_t i) {
   if (!r.defined()) return;
@@ -201,9 +207,12 @@ inline void check_hook_result(const tensor& r, const tensor_meta& m, const char*
          "; a hook must return a gradient like the one it received (or nothing to keep it)");
 }
 
+template <int = 0>
 void check_anomaly(const graph_node& n, std::span<const impl_ptr> out);  // anomaly.hpp
+template <int = 0>
 [[noreturn]] void rethrow_with_trace(const graph_node& n, const mg::error& e);
 
+template <int = 0>
 inline tensor_list as_list(const std::vector<impl_ptr>& v) {
   tensor_list r;
   r.reserve(v.size());
@@ -213,6 +222,7 @@ inline tensor_list as_list(const std::vector<impl_ptr>& v) {
 
 // Steps 1-2 of Note [Hook order]: tensor hooks, retain_grad, captures. Returns whether the node
 // runs.
+template <int = 0>
 inline bool before_node(graph_task& task, graph_node& n, std::vector<impl_ptr>& grads,
                         std::uint32_t flags) {
   if (hook_set* hs = n.tensor_hook_set()) {
@@ -250,6 +260,7 @@ inline bool before_node(graph_task& task, graph_node& n, std::vector<impl_ptr>& 
 }
 
 // Steps 3-5: pre-hooks, the node, post-hooks; out gets one gradient per edge, fitted.
+template <int = 0>
 inline void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
                       std::vector<impl_ptr>& grads, std::vector<impl_ptr>& out) {
   graph_node& n = *self;
@@ -313,6 +324,7 @@ inline void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
 }
 
 // Runs backward from outputs; returns one gradient per input when !accumulate.
+template <int = 0>
 inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tensor_list& grads,
                                           const tensor_list& inputs, const backward_call& c) {
   if (!grads.empty() && grads.size() != outputs.size())

@@ -46,8 +46,10 @@ struct site {
   bool strict;
 };
 
-inline tensor_list as_list(const tensor& t) { return {t}; }
-inline const tensor_list& as_list(const tensor_list& ts) { return ts; }
+template <int = 0>
+tensor_list as_list(const tensor& t) { return {t}; }
+template <int = 0>
+const tensor_list& as_list(const tensor_list& ts) { return ts; }
 
 // Note [Functional inputs]. `need_graph`: the prepared tensor requires grad (inputs) or keeps
 // whatever it had (v). The helpers that apply ops are templates in name only, called from the
@@ -78,7 +80,8 @@ tensor_list prepare(const tensor_list& xs, const site& s, bool need_graph, const
 
 // f's outputs as a list; undefined outputs are an error, and so is one that does not depend
 // on the inputs in strict mode.
-inline tensor_list outputs_of(tensor_list ys, const site& s) {
+template <int = 0>
+tensor_list outputs_of(tensor_list ys, const site& s) {
   for (std::size_t i = 0; i < ys.size(); ++i) {
     if (!ys[i].defined())
       fail("functional::", s.name, ": f returned an undefined tensor (output ", i,
@@ -92,7 +95,8 @@ inline tensor_list outputs_of(tensor_list ys, const site& s) {
 }
 
 // v must match `like` (f's outputs for vjp, the inputs for jvp and hvp) tensor for tensor.
-inline void check_v(const tensor_list& v, const tensor_list& like, const site& s,
+template <int = 0>
+void check_v(const tensor_list& v, const tensor_list& like, const site& s,
                     const char* what) {
   if (v.size() != like.size())
     fail("functional::", s.name, ": v has ", v.size(), " tensors but there are ", like.size(), " ",
@@ -130,7 +134,8 @@ tensor_list gradients(const tensor_list& ys, const tensor_list& xs, const tensor
 
 // Undefined gradients become zeros of `like`'s tensors; in strict mode an error that reads
 // `before` i `after` ("f's outputs do not depend on input " 1 "").
-inline tensor_list fill_zeros(tensor_list gs, const tensor_list& like, const site& s,
+template <int = 0>
+tensor_list fill_zeros(tensor_list gs, const tensor_list& like, const site& s,
                               const char* before, const char* after = "") {
   for (std::size_t i = 0; i < gs.size(); ++i) {
     if (gs[i].defined()) continue;
@@ -150,7 +155,8 @@ inline tensor_list finish(tensor_list ts, const site& s) {
   return ts;
 }
 
-inline shape_t concat(const shape_t& a, const shape_t& b) {
+template <int = 0>
+shape_t concat(const shape_t& a, const shape_t& b) {
   shape_t r = a;
   r.insert(r.end(), b.begin(), b.end());
   return r;

@@ -94,6 +94,7 @@ inline impl_ptr alias_of(const tensor_impl& x) {
 
 // Gives a view whose base was written in place since its grad_fn was recorded a grad_fn that
 // reads the base's current history (tensor_members.hpp; Note [Views and in-place writes]).
+template <int = 0>
 void refresh_view(tensor_impl& t);
 
 inline bool requires_grad(const tensor_impl& t) { return t.requires_grad || t.grad_fn != nullptr; }

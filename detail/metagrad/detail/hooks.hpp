@@ -65,6 +65,7 @@ struct hook_set {
   std::vector<std::pair<std::uint64_t, post_hook_fn>> post_hooks;
   std::weak_ptr<graph_node> parent;  // anomaly mode: the node whose backward recorded this one
 
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   bool remove(std::uint64_t id) {
     const auto by_id = [id](const auto& h) { return h.first == id; };
     auto t = std::find_if(tensor_hooks.begin(), tensor_hooks.end(),
@@ -95,7 +96,8 @@ struct hook_set {
   }
 };
 
-inline hook_set& hooks_of(std::shared_ptr<hook_set>& h) {
+template <int = 0>
+hook_set& hooks_of(std::shared_ptr<hook_set>& h) {
   if (!h) h = std::make_shared<hook_set>();
   return *h;
 }
@@ -135,11 +137,13 @@ inline void release_node_self_capture(const std::shared_ptr<graph_node>& n) {
 
 // Makes hook handles (a friend of mg::hook_handle).
 struct hook_access {
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   static hook_handle make(const std::shared_ptr<hook_set>& s, std::uint64_t id) {
     hook_handle h;
     h.hooks_.emplace_back(s, id);
     return h;
   }
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   static void join(hook_handle& into, const hook_handle& h) {
     into.hooks_.insert(into.hooks_.end(), h.hooks_.begin(), h.hooks_.end());
   }
@@ -165,7 +169,8 @@ tensor_hook_fn make_tensor_hook(const F& fn) {
 
 // Registers a tensor hook on t (a leaf: its own hook set; else its grad_fn's, for its output
 // number), counting the references to t the hook holds (Note [Hooks that capture...]).
-inline hook_handle add_tensor_hook(const impl_ptr& t, const std::function<tensor_hook_fn()>& make,
+template <int = 0>
+hook_handle add_tensor_hook(const impl_ptr& t, const std::function<tensor_hook_fn()>& make,
                                    const char* api, bool sees_undefined = false) {
   if (!requires_grad(*t))
     fail(api, ": cannot register a hook on a tensor that does not require grad (shape ",
@@ -199,7 +204,8 @@ std::optional<tensor_list> as_hook_result(R&& r) {
 
 namespace mg {
 
-inline void hook_handle::remove() {
+template <int>
+void hook_handle::remove() {
   for (auto& [set, id] : hooks_)
     if (const auto s = set.lock()) s->remove(id);
   hooks_.clear();

@@ -117,6 +117,7 @@ constexpr std::array<std::uint32_t, N> gradient_reads() {
 
 // The node that receives the gradient of t: its grad_fn, its grad accumulator (a leaf that
 // requires grad), or none.
+template <int>
 edge gradient_edge(const impl_ptr& t);
 
 // Anomaly mode: is it on, and which node is running backward (the parent of nodes recorded
@@ -125,6 +126,7 @@ inline std::atomic<bool>& anomaly_mode() {
   static std::atomic<bool> on{false};
   return on;
 }
+template <int = 0>
 void note_anomaly_parent(graph_node& n);  // anomaly.hpp
 
 // Connects a new node n: its edges to the gradient nodes of `inputs`, and `outputs` (which get n
@@ -494,7 +496,8 @@ struct accumulate_grad : graph_node {
   }
 };
 
-inline edge gradient_edge(const impl_ptr& t) {
+template <int>
+edge gradient_edge(const impl_ptr& t) {
   if (!t) return {};
   refresh_view(*t);
   if (t->grad_fn) return {t->grad_fn, t->output_nr};

@@ -106,7 +106,8 @@ inline open_range*& innermost() {
 
 // The slow path of every range, in three steps: try_open (is anything listening?), fill in the name
 // and shapes, start (the clock, the parent, the NVTX push).
-inline std::unique_ptr<open_range> try_open(unsigned flags) {
+template <int = 0>
+std::unique_ptr<open_range> try_open(unsigned flags) {
   std::shared_ptr<session> s;
   if (flags & 1u) {
     std::lock_guard lock(current_mutex);
@@ -136,7 +137,8 @@ inline open_range* start(std::unique_ptr<open_range> o, range_kind kind) {
   return o.release();
 }
 
-[[gnu::cold, gnu::noinline]] inline void close(open_range* raw) noexcept {
+template <int = 0>
+[[gnu::cold, gnu::noinline]] void close(open_range* raw) noexcept {
   const std::unique_ptr<open_range> o(raw);
   const std::int64_t end = o->s ? ns_since(*o->s) : 0;
   innermost() = o->enclosing;
@@ -200,6 +202,7 @@ class op_range {
 // gradients the node receives (its forward outputs).
 class node_range {
  public:
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   explicit node_range(graph_node& n) {
     if (const unsigned f = profiler_flags.load(std::memory_order_relaxed)) [[unlikely]]
       begin(f, n);
@@ -212,6 +215,7 @@ class node_range {
   }
 
  private:
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   [[gnu::cold, gnu::noinline]] void begin(unsigned f, graph_node& n) {
     auto o = try_open(f);
     if (!o) return;

@@ -14,7 +14,8 @@
 namespace mg::detail::prof {
 
 // 12.345us, 1.234ms, 2.000s: three decimals in the largest unit that keeps the value >= 1.
-inline std::string format_time(double us) {
+template <int = 0>
+std::string format_time(double us) {
   char buf[48];
   if (us >= 1e6)
     std::snprintf(buf, sizeof buf, "%.3fs", us / 1e6);
@@ -25,20 +26,23 @@ inline std::string format_time(double us) {
   return buf;
 }
 
-inline std::string format_fixed(double v, const char* suffix = "") {
+template <int = 0>
+std::string format_fixed(double v, const char* suffix = "") {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.3f%s", v, suffix);
   return buf;
 }
 
-inline std::string format_percent(double part, double whole) {
+template <int = 0>
+std::string format_percent(double part, double whole) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f%%", whole > 0 ? 100.0 * part / whole : 0.0);
   return buf;
 }
 
 // [2, 3]; with json the same without spaces.
-inline std::string shape_text(const shape_t& s, bool json = false) {
+template <int = 0>
+std::string shape_text(const shape_t& s, bool json = false) {
   std::string r = "[";
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (i) r += json ? "," : ", ";
@@ -48,7 +52,8 @@ inline std::string shape_text(const shape_t& s, bool json = false) {
 }
 
 // [[2, 3], []]: the input shapes of one event.
-inline std::string shapes_text(const std::vector<shape_t>& shapes, bool json = false) {
+template <int = 0>
+std::string shapes_text(const std::vector<shape_t>& shapes, bool json = false) {
   std::string r = "[";
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     if (i) r += json ? "," : ", ";
@@ -58,7 +63,8 @@ inline std::string shapes_text(const std::vector<shape_t>& shapes, bool json = f
 }
 
 // s as a JSON string literal, quotes included.
-inline std::string json_string(std::string_view s) {
+template <int = 0>
+std::string json_string(std::string_view s) {
   std::string r = "\"";
   for (const char c : s) {
     const auto u = static_cast<unsigned char>(c);
@@ -77,7 +83,8 @@ inline std::string json_string(std::string_view s) {
 }
 
 // s cut to width columns ("..." marks a cut), then padded on the right or the left.
-inline std::string fit(std::string_view s, std::size_t width, bool left) {
+template <int = 0>
+std::string fit(std::string_view s, std::size_t width, bool left) {
   std::string r(s);
   if (r.size() > width) r = width > 3 ? r.substr(0, width - 3) + "..." : r.substr(0, width);
   const std::string pad(width - r.size(), ' ');

@@ -34,6 +34,7 @@
 namespace mg::detail {
 
 // The node of input t's gradient (nodes.hpp).
+template <int = 0>
 edge gradient_edge(const impl_ptr& t);
 
 // What a saved-tensor pack hook kept for one tensor.
@@ -73,7 +74,8 @@ inline mutation_table*& active_mutation_table() {
 }
 
 // Called by in-place ops before they write t's storage.
-inline void before_in_place_write(const tensor_impl& t) {
+template <int = 0>
+void before_in_place_write(const tensor_impl& t) {
   mutation_table* m = active_mutation_table();
   if (!m) return;
   const auto it = m->saved.find(t.store.get());
@@ -110,9 +112,11 @@ class saved_variable {
 
   // Saves t for the backward of `owner` (named `op` in messages); `is_output`: t is an output of
   // owner. check_version false: backward reads only the shape (saved::input_shapes).
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   void save(const impl_ptr& t, bool is_output, bool check_version, const char* op);
 
   // The saved tensor (null if nothing was saved), its grad_fn re-attached.
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   impl_ptr unpack(const graph_node* owner, const char* op) const;
 
   // Where the saved elements are, checked as unpack checks them, for a kernel that only reads
@@ -123,6 +127,7 @@ class saved_variable {
     const shape_t* shape = nullptr;
     std::int64_t offset = 0;
   };
+  template <int = 0>
   elements peek(const char* op) const;
 
   void release() {
@@ -153,8 +158,16 @@ class saved_variable {
     bool is_output = false;
   };
 
+  template <int = 0>
   void check_not_freed(const char* op) const;
+  template <int = 0>
   void check_unchanged(const storage& st, const shape_t& shape, const char* op) const;
+
+  // The bit-fields read through these in the template members: g++ 12 gives an enum bit-field
+  // the type of its storage in a template ("no match for operator==").
+  kind kind_of() const { return kind_; }
+  mg::dtype number_dtype_of() const { return number_dtype_; }
+  mg::device number_device_of() const { return number_device_; }
 
   // 32 bytes: the flags share a byte (a node holds one per saved value)
   std::shared_ptr<void> payload_;  // a tensor_impl (leaf), a view, a packed_entry, or null
@@ -167,7 +180,8 @@ class saved_variable {
   bool freed_ : 1 = false;
 };
 
-inline void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version,
+template <int>
+void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version,
                                  const char* op) {
   if (!t) return;
   if (t->is_inference)
@@ -228,7 +242,8 @@ inline void saved_variable::save(const impl_ptr& t, bool is_output, bool check_v
 // them).
 impl_ptr number_tensor(double v, mg::dtype d, mg::device dev);
 
-inline void saved_variable::check_not_freed(const char* op) const {
+template <int>
+void saved_variable::check_not_freed(const char* op) const {
   if (freed_)
     fail(
         "Trying to backward through the graph a second time (or to use saved tensors after "
@@ -238,7 +253,8 @@ inline void saved_variable::check_not_freed(const char* op) const {
         "mg::autograd::grad) if you need to backward through the graph again");
 }
 
-inline void saved_variable::check_unchanged(const storage& st, const shape_t& shape,
+template <int>
+void saved_variable::check_unchanged(const storage& st, const shape_t& shape,
                                             const char* op) const {
   if (check_version_ && st.version != word_)
     fail(
@@ -248,30 +264,32 @@ inline void saved_variable::check_unchanged(const storage& st, const shape_t& sh
         word_, "; make a copy before modifying it in place, or modify it out of place");
 }
 
-inline saved_variable::elements saved_variable::peek(const char* op) const {
+template <int>
+saved_variable::elements saved_variable::peek(const char* op) const {
   check_not_freed(op);
-  if (kind_ == kind::leaf) {
+  if (kind_of() == kind::leaf) {
     const auto& t = *static_cast<const tensor_impl*>(payload_.get());
     check_unchanged(*t.store, t.shape, op);
     return {t.store.get(), &t.shape, t.offset};
   }
-  if (kind_ != kind::input && kind_ != kind::output) return {};
+  if (kind_of() != kind::input && kind_of() != kind::output) return {};
   const view& v = *static_cast<const view*>(payload_.get());
   check_unchanged(*v.store, v.shape, op);
   return {v.store.get(), &v.shape, v.offset};
 }
 
-inline impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) const {
+template <int>
+impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) const {
   check_not_freed(op);
   const auto self = [&]() -> std::shared_ptr<graph_node> {
     const auto* r = running_node();
     return r && r->get() == owner ? *r : nullptr;
   };
-  switch (kind_) {
+  switch (kind_of()) {
     case kind::empty:
       return nullptr;
     case kind::number:
-      return number_tensor(std::bit_cast<double>(word_), number_dtype_, number_device_);
+      return number_tensor(std::bit_cast<double>(word_), number_dtype_of(), number_device_of());
     case kind::packed: {
       const auto& e = *std::static_pointer_cast<packed_entry>(payload_);
       const impl_ptr u = e.packed->unpack();
@@ -287,7 +305,7 @@ inline impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) 
     default:
       break;
   }
-  if (kind_ == kind::leaf) {
+  if (kind_of() == kind::leaf) {
     auto data = std::static_pointer_cast<tensor_impl>(payload_);
     check_unchanged(*data->store, data->shape, op);
     return data;
@@ -301,8 +319,8 @@ inline impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) 
   t->offset = v.offset;
   t->is_inference = false;  // an inference tensor is never saved
   t->wrapped_number = v.wrapped_number;
-  if (kind_ != kind::shape) {
-    t->grad_fn = kind_ == kind::output ? self() : v.grad_fn;
+  if (kind_of() != kind::shape) {
+    t->grad_fn = kind_of() == kind::output ? self() : v.grad_fn;
     t->output_nr = output_nr_;
   }
   return t;
@@ -313,7 +331,8 @@ void release_node_self_capture(const std::shared_ptr<graph_node>& n);
 
 // Moves what n owns onto the drain, then drains it unless a drain is already running. See Note
 // [Iterative destruction].
-inline void surrender_node(graph_node& n) {
+template <int = 0>
+void surrender_node(graph_node& n) {
   drain_list& d = drain();
   for (edge& e : n.next_edges())
     if (e.function) d.nodes.push_back(std::move(e.function));

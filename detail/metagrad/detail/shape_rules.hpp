@@ -47,6 +47,7 @@ struct shape_rule {
     }
   }
 
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   shape_t apply(const shape_t& in) const {
     switch (kind) {
       case flatten: {
@@ -80,6 +81,7 @@ struct shape_rule {
     }
   }
 
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   shape_t resolve(const shape_t& in) const {
     const std::int64_t n = numel_of(in);
     std::int64_t known = 1;
@@ -147,6 +149,7 @@ struct permutation {
   std::int64_t d0 = 0, d1 = 0;
   bool swap = false;
 
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   std::vector<std::size_t> apply(const shape_t& in) const {
     const std::size_t n = in.size();
     std::vector<std::size_t> p(n);
@@ -175,6 +178,7 @@ struct permutation {
   }
   // The permutation that undoes this one on a tensor of rank n.
   // The permutation that undoes this one on a tensor of rank n (this one already checked).
+  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
   permutation inverse(std::size_t n) const {
     if (swap) return *this;
     permutation r;
@@ -201,7 +205,8 @@ struct slice_range {
   std::int64_t start, length, step;
 };
 
-inline slice_range resolve_slice(const slice_spec& s, const shape_t& in) {
+template <int = 0>
+slice_range resolve_slice(const slice_spec& s, const shape_t& in) {
   if (in.empty()) fail("slice: a 0-d tensor cannot be sliced (it has no dimensions)");
   const std::size_t d = wrap_dim(s.dim, in.size(), "slice", in);
   if (s.step <= 0)
@@ -218,7 +223,8 @@ inline slice_range resolve_slice(const slice_spec& s, const shape_t& in) {
 }
 
 /// index i (negative counts from the end) along `dim` of shape `in`, checked.
-inline std::int64_t wrap_index(std::int64_t i, std::int64_t extent, const char* op, std::size_t dim,
+template <int = 0>
+std::int64_t wrap_index(std::int64_t i, std::int64_t extent, const char* op, std::size_t dim,
                                const shape_t& in) {
   if (i < -extent || i >= extent)
     fail(op, ": index ", i, " is out of range for dim ", dim, " of a tensor of shape ",
@@ -227,7 +233,8 @@ inline std::int64_t wrap_index(std::int64_t i, std::int64_t extent, const char* 
 }
 
 /// The shape of the concatenation of tensors of shapes `in` along dim, checked.
-inline shape_t cat_shape(const std::vector<shape_t>& in, std::int64_t dim, const char* op,
+template <int = 0>
+shape_t cat_shape(const std::vector<shape_t>& in, std::int64_t dim, const char* op,
                          std::size_t& d) {
   if (in.empty()) fail(op, ": expected a non-empty list of tensors");
   const shape_t& first = in[0];
@@ -251,7 +258,8 @@ inline shape_t cat_shape(const std::vector<shape_t>& in, std::int64_t dim, const
 }
 
 /// Shapes must be equal for stack.
-inline void check_stack(const std::vector<shape_t>& in) {
+template <int = 0>
+void check_stack(const std::vector<shape_t>& in) {
   if (in.empty()) fail("stack: expected a non-empty list of tensors");
   for (std::size_t k = 1; k < in.size(); ++k)
     if (in[k] != in[0])
@@ -266,7 +274,8 @@ struct matmul_plan {
   std::int64_t m = 1, k = 1, n = 1;
 };
 
-inline matmul_plan plan_matmul(const shape_t& a, const shape_t& b, const char* op) {
+template <int = 0>
+matmul_plan plan_matmul(const shape_t& a, const shape_t& b, const char* op) {
   if (a.empty() || b.empty())
     fail(op, ": both arguments need at least 1 dimension, got shapes ", shape_string(a), " and ",
          shape_string(b), " (multiply a 0-d tensor with *)");

@@ -67,7 +67,8 @@ inline shape_t broadcast_strides(const tensor_impl& x, const shape_t& out) {
   return st;
 }
 
-inline nd_space as_space(const shape_t& shape, const char* op) {
+template <int = 0>
+nd_space as_space(const shape_t& shape, const char* op) {
   check_rank(shape, op);
   nd_space s;
   s.rank = static_cast<int>(shape.size());
@@ -90,7 +91,8 @@ inline nd_operand broadcast_operand(const tensor_impl& t, const shape_t& shape) 
   return as_operand(t, broadcast_strides(t, shape));
 }
 
-inline void check_same_device(const tensor_impl& a, const tensor_impl& b, const char* op) {
+template <int = 0>
+void check_same_device(const tensor_impl& a, const tensor_impl& b, const char* op) {
   if (a.device() != b.device())
     fail(op, ": operands are on different devices (a tensor of shape ", shape_string(a.shape),
          " on ", device_name(a.device()), ", one of shape ", shape_string(b.shape), " on ",
@@ -99,7 +101,8 @@ inline void check_same_device(const tensor_impl& a, const tensor_impl& b, const 
 }
 
 // dst[i] = src[i] broadcast to dst's shape, converting the element type; dst may be a view.
-inline void copy_into(tensor_impl& dst, const tensor_impl& src) {
+template <int = 0>
+void copy_into(tensor_impl& dst, const tensor_impl& src) {
   check_same_device(dst, src, "copy");
   if (dst.numel() == 0) return;
   nd_space s = as_space(dst.shape, "copy");

@@ -179,7 +179,8 @@ void bump_version(tensor_impl& t) {
   ++t.store->version;
 }
 
-inline void refresh_view(tensor_impl& t) {
+template <int>
+void refresh_view(tensor_impl& t) {
   if (!t.is_view || !t.base || t.store->version == t.view_version) return;
   const tensor_impl& b = *t.base;
   t.view_version = t.store->version;
@@ -445,7 +446,8 @@ inline tensor randn_like(const tensor& t) {
   return randn(t.shape(), {.dtype = t.dtype(), .device = t.device()});
 }
 
-inline std::ostream& operator<<(std::ostream& os, const tensor& t) {
+template <int>
+std::ostream& operator<<(std::ostream& os, const tensor& t) {
   if (!t.defined()) return os << "tensor(undefined)";
   const auto v = t.to_xtensor<double>();
   const std::size_t n = v.size(), shown = n <= 12 ? n : 6;
@@ -538,7 +540,8 @@ tensor tensor::operator[](detail::tracked_index i) const {
 
 namespace detail {
 // The elements of an i64 index tensor of rank <= 1, on the host.
-inline std::vector<std::int64_t> index_values(const tensor& index, const char* op) {
+template <int = 0>
+std::vector<std::int64_t> index_values(const tensor& index, const char* op) {
   operand(index, op);
   if (index.dtype() != dtype::i64 || index.dim() > 1)
     fail(op, ": expected a 1-D i64 index tensor, got one of shape ", shape_string(index.shape()),
@@ -758,7 +761,8 @@ void tensor::backward(const tensor& grad, const backward_options& options) const
   detail::run_backward({*this}, {grad}, options.inputs, c);
 }
 
-inline tensor& tensor::requires_grad_(bool on) {
+template <int>
+tensor& tensor::requires_grad_(bool on) {
   auto& t = const_cast<detail::tensor_impl&>(checked("requires_grad_"));
   if (t.grad_fn && !on)
     detail::fail("requires_grad_: a non-leaf tensor (computed by ", t.grad_fn->name(),
@@ -772,7 +776,8 @@ inline tensor& tensor::requires_grad_(bool on) {
   return *this;
 }
 
-inline void tensor::set_grad(const tensor& g) {
+template <int>
+void tensor::set_grad(const tensor& g) {
   auto& t = const_cast<detail::tensor_impl&>(checked("set_grad"));
   if (g.defined() && g.shape() != t.shape)
     detail::fail("set_grad: a gradient of shape ", detail::shape_string(g.shape()),
@@ -795,7 +800,8 @@ inline bool tensor::retains_grad() const {
 }
 
 // torch's retains_grad hook: run after the tensor hooks of the output it retains (hooks.hpp).
-inline void tensor::retain_grad() const {
+template <int>
+void tensor::retain_grad() const {
   const auto& t = checked("retain_grad");
   if (!detail::requires_grad(t))
     detail::fail("retain_grad: the tensor (shape ", detail::shape_string(t.shape),
@@ -804,7 +810,8 @@ inline void tensor::retain_grad() const {
     detail::hooks_of(t.grad_fn->hooks).retains.push_back({t.output_nr, impl_});
 }
 
-inline tensor& tensor::detach_() {
+template <int>
+tensor& tensor::detach_() {
   auto& t = const_cast<detail::tensor_impl&>(checked("detach_"));
   if (t.is_view && t.base && detail::requires_grad(*t.base))
     detail::fail("detach_: the tensor (shape ", detail::shape_string(t.shape),
