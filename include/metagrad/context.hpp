@@ -19,7 +19,9 @@ struct function_access;
 
 // Tensors and lists of tensors, flattened in order (undefined tensors are kept: torch's None).
 template <int = 0>
-void append_tensors(tensor_list& out, const tensor& t) { out.push_back(t); }
+void append_tensors(tensor_list& out, const tensor& t) {
+  out.push_back(t);
+}
 template <int = 0>
 void append_tensors(tensor_list& out, const tensor_list& ts) {
   out.insert(out.end(), ts.begin(), ts.end());

@@ -92,8 +92,9 @@ struct dot_options {
 /// auto y = (x * w).sum();
 /// std::ofstream("graph.dot") << mg::autograd::to_dot({y});   // dot -Tsvg graph.dot
 /// ```
-template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+template <int I = 0>  // Note [Lazy members] in tensor_class.hpp
 std::string to_dot(const tensor_list& outputs, const dot_options& options = {}) {
+  MG_DETAIL_LAZY_ENGINE(I);
   using detail::graph_node;
   std::unordered_map<const graph_node*, std::size_t> id;  // a node's position in order
   std::vector<graph_node*> order;

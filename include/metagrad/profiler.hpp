@@ -353,6 +353,7 @@ std::vector<event> profile::events() const {
 
 template <int I>
 event_averages profile::key_averages(const average_options& options) const {
+  MG_DETAIL_LAZY_ENGINE(I);
   event_averages avg;
   avg.shapes_ = shapes();
   std::unordered_map<std::string, std::size_t> row_of;

@@ -1,14 +1,19 @@
-// Cheap headers (docs/performance.md): a file that includes the umbrella header and applies no
-// op instantiates none (Note [Lazy members], Note [Engine ops], Note [View refresh]). Both
-// builds define MG_DETAIL_CHECK_LAZY, under which instantiating an op is a compile error: the
-// _ok twin, which applies none, must build; with MG_COMPILE_FAIL the file applies one and must
-// fail with that sentence (so the check itself is known to fire).
+// Cheap headers (docs/performance.md): a file that includes the umbrella header and calls nothing
+// instantiates no op and none of the runtime engine (Note [Lazy members], Note [Engine ops], Note
+// [View refresh]). Every build defines MG_DETAIL_CHECK_LAZY, under which instantiating an op, or
+// one of the engine functions that carry MG_DETAIL_LAZY_ENGINE (the backward engine, the
+// profiler's report, to_dot, saving a tensor for backward), is a compile error. The _ok twin,
+// which calls nothing, must build; with MG_COMPILE_FAIL the file applies an op (1) or reads a
+// profile (2) and must fail with the check's sentence, so each check is known to fire.
 #include <metagrad/metagrad.hpp>
 
 int main() {
-#ifdef MG_COMPILE_FAIL
+#if MG_COMPILE_FAIL == 1
   const mg::tensor x(1.0);
   return (x + x).item<double>() == 2.0 ? 0 : 1;
+#elif MG_COMPILE_FAIL == 2
+  const mg::autograd::profiler::profile p;
+  return p.key_averages().rows().empty() ? 0 : 1;
 #else
   return 0;
 #endif

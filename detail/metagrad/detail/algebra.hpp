@@ -96,7 +96,7 @@ inline std::size_t reduced_dim(const reduce_dims& r, std::size_t rank, const cha
 /// The reduced dimensions as a bit mask, and the result's shape.
 template <int = 0>
 std::uint32_t reduced_mask(const reduce_dims& r, const shape_t& shape, const char* op,
-                                  shape_t& out) {
+                           shape_t& out) {
   out.clear();
   if (shape.empty()) return 0;
   std::uint32_t mask = 0;

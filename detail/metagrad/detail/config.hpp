@@ -53,3 +53,17 @@
 // ("identifier ... is undefined in device code"), and reading it through a static reference
 // member (`static constexpr auto& d = plan_v<E>;`) a warning (#20094) in every sweep. So
 // sweep.hpp and plan.hpp's object<s> name plan_v<E> directly.
+
+// MG_DETAIL_CHECK_LAZY (tests/compile_fail/lazy_headers.cpp): a file that includes the runtime
+// engine and calls none of it must not instantiate it (Note [Lazy members] in tensor_class.hpp).
+// MG_DETAIL_LAZY_ENGINE(I), in the body of a function that is a template in name only, makes its
+// instantiation a compile error under the macro. A few sentinels carry it: the backward engine,
+// the profiler's report, to_dot and saving a tensor for backward.
+#ifdef MG_DETAIL_CHECK_LAZY
+#define MG_DETAIL_LAZY_ENGINE(I)                                                              \
+  static_assert(I != I,                                                                       \
+                "metagrad: an engine function was instantiated by a file that calls none: a " \
+                "header calls it from non-template code (Note [Lazy members])")
+#else
+#define MG_DETAIL_LAZY_ENGINE(I) static_assert(true)
+#endif

@@ -324,9 +324,10 @@ inline void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
 }
 
 // Runs backward from outputs; returns one gradient per input when !accumulate.
-template <int = 0>
+template <int I = 0>
 inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tensor_list& grads,
                                           const tensor_list& inputs, const backward_call& c) {
+  MG_DETAIL_LAZY_ENGINE(I);
   if (!grads.empty() && grads.size() != outputs.size())
     fail(c.api, ": got ", grads.size(), " gradients for ", outputs.size(),
          " outputs; pass one gradient per output (or none for scalar outputs)");

@@ -47,9 +47,13 @@ struct site {
 };
 
 template <int = 0>
-tensor_list as_list(const tensor& t) { return {t}; }
+tensor_list as_list(const tensor& t) {
+  return {t};
+}
 template <int = 0>
-const tensor_list& as_list(const tensor_list& ts) { return ts; }
+const tensor_list& as_list(const tensor_list& ts) {
+  return ts;
+}
 
 // Note [Functional inputs]. `need_graph`: the prepared tensor requires grad (inputs) or keeps
 // whatever it had (v). The helpers that apply ops are templates in name only, called from the
@@ -96,8 +100,7 @@ tensor_list outputs_of(tensor_list ys, const site& s) {
 
 // v must match `like` (f's outputs for vjp, the inputs for jvp and hvp) tensor for tensor.
 template <int = 0>
-void check_v(const tensor_list& v, const tensor_list& like, const site& s,
-                    const char* what) {
+void check_v(const tensor_list& v, const tensor_list& like, const site& s, const char* what) {
   if (v.size() != like.size())
     fail("functional::", s.name, ": v has ", v.size(), " tensors but there are ", like.size(), " ",
          what, "s; pass one v per ", what);
@@ -135,8 +138,8 @@ tensor_list gradients(const tensor_list& ys, const tensor_list& xs, const tensor
 // Undefined gradients become zeros of `like`'s tensors; in strict mode an error that reads
 // `before` i `after` ("f's outputs do not depend on input " 1 "").
 template <int = 0>
-tensor_list fill_zeros(tensor_list gs, const tensor_list& like, const site& s,
-                              const char* before, const char* after = "") {
+tensor_list fill_zeros(tensor_list gs, const tensor_list& like, const site& s, const char* before,
+                       const char* after = "") {
   for (std::size_t i = 0; i < gs.size(); ++i) {
     if (gs[i].defined()) continue;
     if (s.strict)

@@ -171,7 +171,7 @@ tensor_hook_fn make_tensor_hook(const F& fn) {
 // number), counting the references to t the hook holds (Note [Hooks that capture...]).
 template <int = 0>
 hook_handle add_tensor_hook(const impl_ptr& t, const std::function<tensor_hook_fn()>& make,
-                                   const char* api, bool sees_undefined = false) {
+                            const char* api, bool sees_undefined = false) {
   if (!requires_grad(*t))
     fail(api, ": cannot register a hook on a tensor that does not require grad (shape ",
          shape_string(t->shape), "); call requires_grad_() on the leaf first");

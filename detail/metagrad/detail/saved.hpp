@@ -180,9 +180,9 @@ class saved_variable {
   bool freed_ : 1 = false;
 };
 
-template <int>
-void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version,
-                                 const char* op) {
+template <int I>
+void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version, const char* op) {
+  MG_DETAIL_LAZY_ENGINE(I);
   if (!t) return;
   if (t->is_inference)
     fail(op, ": an inference tensor (created under mg::inference_mode_guard; shape ",
@@ -255,7 +255,7 @@ void saved_variable::check_not_freed(const char* op) const {
 
 template <int>
 void saved_variable::check_unchanged(const storage& st, const shape_t& shape,
-                                            const char* op) const {
+                                     const char* op) const {
   if (check_version_ && st.version != word_)
     fail(
         "one of the tensors needed for gradient computation has been modified by an in-place "

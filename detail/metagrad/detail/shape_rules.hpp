@@ -225,7 +225,7 @@ slice_range resolve_slice(const slice_spec& s, const shape_t& in) {
 /// index i (negative counts from the end) along `dim` of shape `in`, checked.
 template <int = 0>
 std::int64_t wrap_index(std::int64_t i, std::int64_t extent, const char* op, std::size_t dim,
-                               const shape_t& in) {
+                        const shape_t& in) {
   if (i < -extent || i >= extent)
     fail(op, ": index ", i, " is out of range for dim ", dim, " of a tensor of shape ",
          shape_string(in), " (valid: ", -extent, " to ", extent - 1, ")");
@@ -235,7 +235,7 @@ std::int64_t wrap_index(std::int64_t i, std::int64_t extent, const char* op, std
 /// The shape of the concatenation of tensors of shapes `in` along dim, checked.
 template <int = 0>
 shape_t cat_shape(const std::vector<shape_t>& in, std::int64_t dim, const char* op,
-                         std::size_t& d) {
+                  std::size_t& d) {
   if (in.empty()) fail(op, ": expected a non-empty list of tensors");
   const shape_t& first = in[0];
   if (first.empty())
