@@ -26,11 +26,14 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/ops/reductions.hpp
   include/metagrad/ops/shape.hpp
   include/metagrad/profiler.hpp
+  include/metagrad/repeat.hpp
   include/metagrad/saved_tensors.hpp
   include/metagrad/static.hpp
   include/metagrad/tensor.hpp
   include/metagrad/tensor_class.hpp
+  include/metagrad/to_string.hpp
   include/metagrad/types.hpp
+  include/metagrad/version.hpp
   include/metagrad/xtensor.hpp
 )
 set(METAGRAD_DETAIL_HEADERS
@@ -48,6 +51,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/type_name.hpp
   # the static engine
   detail/metagrad/detail/plan.hpp
+  detail/metagrad/detail/scan.hpp
   detail/metagrad/detail/sweep.hpp
   detail/metagrad/detail/xt_algebra.hpp
   detail/metagrad/detail/xt_dual.hpp
@@ -83,3 +87,18 @@ set(METAGRAD_CUDA_HEADERS
   cuda/metagrad/cuda/functors.hpp
   cuda/metagrad/cuda/transforms.hpp
 )
+
+# A header missing from these lists would be missing from an installed metagrad: the top-level
+# build fails at configure time if the lists and the folders differ.
+if(PROJECT_IS_TOP_LEVEL)
+  file(GLOB_RECURSE metagrad_headers_on_disk RELATIVE "${PROJECT_SOURCE_DIR}"
+       "${PROJECT_SOURCE_DIR}/include/*.hpp" "${PROJECT_SOURCE_DIR}/detail/*.hpp"
+       "${PROJECT_SOURCE_DIR}/cuda/*.hpp")
+  set(metagrad_headers_listed ${METAGRAD_PUBLIC_HEADERS} ${METAGRAD_DETAIL_HEADERS}
+                              ${METAGRAD_CUDA_HEADERS})
+  list(REMOVE_ITEM metagrad_headers_on_disk ${metagrad_headers_listed})
+  if(metagrad_headers_on_disk)
+    message(FATAL_ERROR "metagrad: headers not listed in cmake/metagrad_headers.cmake (so not "
+                        "installed): ${metagrad_headers_on_disk}")
+  endif()
+endif()

@@ -17,4 +17,5 @@
 #include <metagrad/saved_tensors.hpp>
 #include <metagrad/static.hpp>
 #include <metagrad/tensor.hpp>
+#include <metagrad/version.hpp>
 #include <metagrad/xtensor.hpp>

@@ -90,6 +90,14 @@ concept declares_gradient_reads = requires {
   Op::gradient_reads;
 };
 
+// Bit J set: the backward expression E reads argument J. (A function, not a lambda nested in the
+// pack expansion over K below: nvcc's front end rejects a nested lambda that names an enclosing
+// pack, "parameter pack K was referenced but not expanded".)
+template <class E, std::size_t... J>
+constexpr std::uint32_t reads_mask(std::index_sequence<J...>) {
+  return ((reads_arg_v<J, E> ? 1u << J : 0u) | ... | 0u);
+}
+
 // For each input k: a mask of the saved values (inputs 0..N-1, output N) its gradient reads.
 template <class Op, std::size_t N>
 constexpr std::array<std::uint32_t, N> gradient_reads() {
@@ -101,12 +109,7 @@ constexpr std::array<std::uint32_t, N> gradient_reads() {
   } else {
     using R = decltype(traced_backward<Op, N>(std::make_index_sequence<N>{}));
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      ((r[K] =
-            [&]<std::size_t... J>(std::index_sequence<J...>) {
-              using E = component_t<K, R>;
-              return ((reads_arg_v<J, E> ? 1u << J : 0u) | ... | 0u);
-            }(std::make_index_sequence<N + 1>{})),
-       ...);
+      ((r[K] = reads_mask<component_t<K, R>>(std::make_index_sequence<N + 1>{})), ...);
     }
     (std::make_index_sequence<N>{});
   }
