@@ -517,5 +517,9 @@ constexpr auto hessian(F f) {
 
 }  // namespace mg
 
-// mg::repeat needs the evaluators above (Note [Scan] in detail/scan.hpp).
+// mg::repeat needs the evaluators above (Note [Scan] in detail/scan.hpp). Reached from
+// detail/scan.hpp, which includes this header first, it is included at the end of scan.hpp
+// instead, once scan's declarations exist (so every header compiles on its own).
+#ifndef MG_DETAIL_SCAN_INCLUDES_STATIC
 #include <metagrad/repeat.hpp>
+#endif

@@ -40,7 +40,9 @@
 #include <metagrad/error.hpp>
 #include <metagrad/expr.hpp>
 #include <metagrad/grads.hpp>
+#define MG_DETAIL_SCAN_INCLUDES_STATIC  // static.hpp leaves repeat.hpp to the end of this file
 #include <metagrad/static.hpp>
+#undef MG_DETAIL_SCAN_INCLUDES_STATIC
 
 namespace mg {
 
@@ -749,3 +751,6 @@ auto scan(Step& step, S init) {
 }
 
 }  // namespace mg::detail
+
+// mg::repeat, when this header is included on its own (see the end of static.hpp)
+#include <metagrad/repeat.hpp>
