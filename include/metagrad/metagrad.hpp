@@ -5,8 +5,8 @@
 #include <metagrad/autograd.hpp>
 #include <metagrad/concepts.hpp>
 #include <metagrad/error.hpp>
-#include <metagrad/function.hpp>
 #include <metagrad/forward_ad.hpp>
+#include <metagrad/function.hpp>
 #include <metagrad/functional.hpp>
 #include <metagrad/fuse.hpp>
 #include <metagrad/gradcheck.hpp>

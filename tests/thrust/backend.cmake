@@ -6,8 +6,7 @@ if(NOT METAGRAD_THRUST_TESTS)
   return()
 endif()
 
-find_package(CCCL 3 CONFIG QUIET HINTS /usr/local/cuda/lib/cmake)
-if(NOT CCCL_FOUND)
+if(NOT CCCL_FOUND)  # found (or not) by the top-level CMakeLists.txt
   message(STATUS "metagrad: CCCL (Thrust) not found: the Thrust tests are skipped "
                  "(install the CUDA toolkit, or set CCCL_DIR)")
   return()

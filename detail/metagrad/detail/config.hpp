@@ -56,14 +56,20 @@
 
 // MG_DETAIL_CHECK_LAZY (tests/compile_fail/lazy_headers.cpp): a file that includes the runtime
 // engine and calls none of it must not instantiate it (Note [Lazy members] in tensor_class.hpp).
-// MG_DETAIL_LAZY_ENGINE(I), in the body of a function that is a template in name only, makes its
-// instantiation a compile error under the macro. A few sentinels carry it: the backward engine,
-// the profiler's report, to_dot and saving a tensor for backward.
+// Under the macro, MG_DETAIL_LAZY_GUARD(Op) (in the tensor family's apply_in) makes instantiating
+// an op a compile error, and MG_DETAIL_LAZY_ENGINE(I), in the body of a function that is a
+// template in name only, makes instantiating it one. A few sentinels carry the second: the
+// backward engine, the profiler's report, to_dot and saving a tensor for backward.
 #ifdef MG_DETAIL_CHECK_LAZY
+#define MG_DETAIL_LAZY_GUARD(T)                                                                    \
+  static_assert(sizeof(T) == 0,                                                                    \
+                "metagrad: an op was instantiated by a file that applies none: a header names it " \
+                "from non-template code (Note [Lazy members])")
 #define MG_DETAIL_LAZY_ENGINE(I)                                                              \
   static_assert(I != I,                                                                       \
                 "metagrad: an engine function was instantiated by a file that calls none: a " \
                 "header calls it from non-template code (Note [Lazy members])")
 #else
+#define MG_DETAIL_LAZY_GUARD(T) static_assert(true)
 #define MG_DETAIL_LAZY_ENGINE(I) static_assert(true)
 #endif

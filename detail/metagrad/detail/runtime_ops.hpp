@@ -236,17 +236,6 @@ tensor shaped_apply(const Op& op, const tensor& like, const X&... x) {
   }(as_tensor(x, like, nd)...);
 }
 
-// MG_DETAIL_CHECK_LAZY (tests/compile_fail/lazy_headers.cpp): a file that applies no op must
-// not instantiate one (Note [Lazy members]); with the macro, a file that does fails to compile.
-#ifdef MG_DETAIL_CHECK_LAZY
-#define MG_DETAIL_LAZY_GUARD(T)                                                                    \
-  static_assert(sizeof(T) == 0,                                                                    \
-                "metagrad: an op was instantiated by a file that applies none: a header names it " \
-                "from non-template code (Note [Lazy members])")
-#else
-#define MG_DETAIL_LAZY_GUARD(T) static_assert(true)
-#endif
-
 // The tensor family of detail::call (see the comment at the top).
 template <class Op, class... X>
 tensor apply_in(tensor_family, const Op& op, const X&... x) {
