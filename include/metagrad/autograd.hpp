@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -70,11 +71,14 @@ inline bool is_inference_mode_enabled() { return detail::inference_mode(); }
 
 namespace autograd {
 
-/// Options of `mg::autograd::grad`. `retain_graph` defaults to `create_graph`.
+/// Options of `mg::autograd::grad`. `retain_graph` defaults to `create_graph`; `allow_unused`
+/// defaults to `materialize_grads`, which gives zeros (requiring grad, as torch's) instead of
+/// undefined tensors for unused inputs.
 struct grad_options {
   std::optional<bool> retain_graph{};
   bool create_graph = false;
-  bool allow_unused = false;
+  std::optional<bool> allow_unused{};
+  bool materialize_grads = false;
 };
 
 /// The gradients of `outputs` (weighted by `grad_outputs`; may be empty for one-element
@@ -85,20 +89,28 @@ struct grad_options {
 /// auto d2x  = mg::autograd::grad({dx}, {x})[0];
 /// ```
 /// An input the outputs do not depend on is an error unless `.allow_unused = true`, which gives
-/// an undefined tensor in its slot.
+/// an undefined tensor in its slot, or `.materialize_grads = true`, which gives zeros.
 template <int I = 0>  // a template in name only (Note [Engine ops])
 tensor_list grad(const tensor_list& outputs, const tensor_list& inputs,
                  const tensor_list& grad_outputs = {}, const grad_options& options = {}) {
+  if (options.materialize_grads && options.allow_unused == false)
+    detail::fail(
+        "autograd::grad: .materialize_grads = true gives zeros for unused inputs, which "
+        ".allow_unused = false forbids; leave allow_unused unset (or true)");
   detail::backward_call c{"autograd::grad"};
   c.ops = detail::engine_ops_of<I>();
   c.create_graph = options.create_graph;
   c.keep_graph = options.retain_graph.value_or(options.create_graph);
   c.accumulate = false;
-  c.allow_unused = options.allow_unused;
+  c.allow_unused = options.allow_unused.value_or(options.materialize_grads);
   const auto r = detail::run_backward(outputs, grad_outputs, inputs, c);
   tensor_list out;
   out.reserve(r.size());
-  for (const auto& g : r) out.emplace_back(g);
+  for (std::size_t i = 0; i < r.size(); ++i)
+    if (r[i] || !options.materialize_grads)
+      out.emplace_back(r[i]);
+    else
+      out.push_back(zeros_like(inputs[i]).requires_grad_());
   return out;
 }
 
@@ -122,11 +134,20 @@ void increment_version(const tensor& t) {
   detail::bump_version<I>(*t.impl());
 }
 
+/// When a multi-grad hook runs (torch's `mode="all"` and `mode="any"`).
+enum class multi_grad_mode {
+  all,  // once all the gradients a backward computes are ready: fn(const mg::tensor_list&)
+  any,  // at the first gradient a backward computes: fn(const mg::tensor& grad)
+};
+
 /// Calls `fn(const mg::tensor_list& grads)` once per backward, after the gradients of all of
 /// `tensors` that this backward computes are computed (grads[i] of a tensor it does not reach is
-/// undefined):
+/// undefined); with `multi_grad_mode::any`, calls `fn(const mg::tensor& grad)` once per backward
+/// with the first of them computed:
 /// ```cpp
 /// auto h = mg::autograd::register_multi_grad_hook({a, b}, [](const mg::tensor_list& g) {...});
+/// auto k = mg::autograd::register_multi_grad_hook({a, b}, [](const mg::tensor& g) {...},
+///                                                 mg::autograd::multi_grad_mode::any);
 /// ```
 template <class F>
 hook_handle register_multi_grad_hook(const tensor_list& tensors, F fn) {
@@ -187,24 +208,84 @@ hook_handle register_multi_grad_hook(const tensor_list& tensors, F fn) {
   return all;
 }
 
+template <class F>
+hook_handle register_multi_grad_hook(const tensor_list& tensors, F fn, multi_grad_mode mode) {
+  constexpr bool all_form = std::is_invocable_v<F&, const tensor_list&>;
+  constexpr bool any_form = std::is_invocable_v<F&, const tensor&>;
+  static_assert(all_form || any_form,
+                "metagrad: a multi-grad hook is callable as fn(const mg::tensor_list& grads) "
+                "(mode all) or fn(const mg::tensor& grad) (mode any)");
+  if (mode == multi_grad_mode::all) {
+    if constexpr (all_form) {
+      return register_multi_grad_hook(tensors, std::move(fn));
+    } else {
+      detail::fail(
+          "register_multi_grad_hook: mode all calls the hook with every gradient: it is "
+          "callable as fn(const mg::tensor_list& grads); use multi_grad_mode::any for "
+          "fn(const mg::tensor& grad)");
+    }
+  }
+  if constexpr (any_form) {
+    struct state {
+      explicit state(F f) : fn(std::move(f)) {}
+      F fn;
+      std::mutex m;
+      std::set<std::uint64_t> ran;  // the backward calls (graph tasks) it ran in
+    };
+    auto s = std::make_shared<state>(std::move(fn));
+    hook_handle all;
+    for (const tensor& t : tensors) {
+      if (!t.defined() || !t.requires_grad()) continue;  // as torch: only tensors with gradients
+      auto h = [s](const tensor& g) {
+        const detail::graph_task* task = detail::current_task();
+        if (!task) return tensor{};
+        {
+          std::lock_guard lock(s->m);
+          if (!s->ran.insert(task->id).second) return tensor{};
+          // ids grow: a task 2^16 calls old is over
+          while (*s->ran.begin() + (1u << 16) < task->id) s->ran.erase(s->ran.begin());
+        }
+        s->fn(g);
+        return tensor{};
+      };
+      detail::hook_access::join(all, t.register_hook(std::move(h)));
+    }
+    return all;
+  } else {
+    detail::fail(
+        "register_multi_grad_hook: mode any calls the hook with one gradient: it is "
+        "callable as fn(const mg::tensor& grad)");
+  }
+}
+
 /// Turns anomaly detection on or off (for all threads, as torch's): with it on, a node whose
 /// backward produces NaN or infinity throws mg::error naming the node and the forward call that
-/// recorded it (Note [Anomaly detection]). It slows backward down: use it to debug.
-inline void set_detect_anomaly(bool on) { detail::anomaly_mode().store(on); }
+/// recorded it, and any error in backward names that forward call (Note [Anomaly detection]).
+/// `check_nan = false` keeps the forward traces and skips the NaN check. It slows backward down:
+/// use it to debug.
+inline void set_detect_anomaly(bool on, bool check_nan = true) {
+  detail::anomaly_check_nan().store(check_nan);
+  detail::anomaly_mode().store(on);
+}
 inline bool is_anomaly_enabled() { return detail::anomaly_mode().load(); }
+/// Does anomaly detection check gradients for NaN (when it is on)?
+inline bool is_anomaly_check_nan_enabled() { return detail::anomaly_check_nan().load(); }
 
-/// Anomaly detection on for its lifetime (RAII): `mg::autograd::detect_anomaly_guard g;`.
+/// Anomaly detection on for its lifetime (RAII): `mg::autograd::detect_anomaly_guard g;`, or
+/// `detect_anomaly_guard g(true, /*check_nan=*/false);`.
 class detect_anomaly_guard {
  public:
-  explicit detect_anomaly_guard(bool on = true) : previous_(is_anomaly_enabled()) {
-    set_detect_anomaly(on);
+  explicit detect_anomaly_guard(bool on = true, bool check_nan = true)
+      : previous_(is_anomaly_enabled()), previous_check_nan_(is_anomaly_check_nan_enabled()) {
+    set_detect_anomaly(on, check_nan);
   }
   detect_anomaly_guard(const detect_anomaly_guard&) = delete;
   detect_anomaly_guard& operator=(const detect_anomaly_guard&) = delete;
-  ~detect_anomaly_guard() { set_detect_anomaly(previous_); }
+  ~detect_anomaly_guard() { set_detect_anomaly(previous_, previous_check_nan_); }
 
  private:
   bool previous_;
+  bool previous_check_nan_;
 };
 
 }  // namespace autograd

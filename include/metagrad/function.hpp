@@ -376,8 +376,11 @@ struct function_access {
                ") is not supported; modify the tensor it views, or a clone()");
         bump_version<lazy_v<F>>(*o);
       } else {
-        // a fresh handle: an input returned as is keeps its own history
-        outs[k] = tensor(alias_of(*o));
+        // a fresh handle: an input returned as is keeps its own history; a tensor returned twice
+        // is one output tensor, as in torch (its history names the last position)
+        std::size_t j = 0;
+        while (j < k && returned[j].impl() != o) ++j;
+        outs[k] = j < k ? outs[j] : tensor(alias_of(*o));
       }
     }
     if (record) {

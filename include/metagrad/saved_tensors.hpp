@@ -9,7 +9,9 @@
 // - `save_on_cpu_guard g;` tensors on device cuda are saved as host copies and moved back in
 //   backward; others are saved as they are.
 // - `disable_saved_tensors_hooks_guard g("message");` entering a hooks guard under it throws
-//   mg::error with the message.
+//   mg::error with the message, and so does entering it while a hooks guard is active.
+// - A pack hook must not modify its input in place (the tensor the graph keeps): that is an
+//   mg::error at the op that saves it.
 // - `allow_mutation_on_saved_tensors_guard g;` an in-place write to a saved tensor under g first
 //   copies the saved value, so backward sees the original. Backward must run inside g; g does
 //   not nest.
@@ -96,11 +98,13 @@ class save_on_cpu_guard {
 };
 
 /// Makes entering a saved_tensors_hooks_guard (or save_on_cpu_guard) an error with `message`
-/// while it lives.
+/// while it lives. Entering it while such a guard is active is the same error.
 class disable_saved_tensors_hooks_guard {
  public:
   explicit disable_saved_tensors_hooks_guard(std::string message)
       : message_(std::move(message)), previous_(detail::saved_hooks().disabled) {
+    // hooks already active would go on packing under it: refused, as torch refuses it
+    if (!detail::saved_hooks().stack.empty()) detail::fail(message_);
     detail::saved_hooks().disabled = &message_;
   }
   disable_saved_tensors_hooks_guard(const disable_saved_tensors_hooks_guard&) = delete;

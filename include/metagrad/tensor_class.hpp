@@ -165,14 +165,23 @@ class tensor {
   bool is_contiguous() const { return checked("is_contiguous").is_contiguous(); }
   std::uint64_t version() const { return checked("version").store->version; }
 
-  bool requires_grad() const { return impl_ && detail::requires_grad(*impl_); }
+  /// Does a gradient flow to this tensor? (A view of a tensor written in place since reads its
+  /// base's new history first, as grad_fn() does.)
+  bool requires_grad() const {
+    if (!impl_) return false;
+    if (impl_->is_view) detail::refresh_view(*impl_);
+    return detail::requires_grad(*impl_);
+  }
   template <int = 0>  // Note [Lazy members]
   tensor& requires_grad_(bool on = true);
   tensor grad() const { return tensor(checked("grad").grad); }
   template <int = 0>  // Note [Lazy members]
   void set_grad(const tensor& g);
   std::shared_ptr<autograd::node> grad_fn() const;
-  bool is_leaf() const { return checked("is_leaf").grad_fn == nullptr; }
+  bool is_leaf() const {
+    if (checked("is_leaf").is_view) detail::refresh_view(*impl_);
+    return impl_->grad_fn == nullptr;
+  }
   /// Created under mg::inference_mode_guard (cannot be saved for backward).
   bool is_inference() const { return checked("is_inference").is_inference; }
   bool retains_grad() const;
@@ -192,6 +201,18 @@ class tensor {
   /// ```
   template <class F>
   hook_handle register_hook(F&& fn) const;
+  /// Registers `fn(const mg::tensor& leaf)` on a leaf that requires grad, called after each
+  /// backward accumulated into its `.grad()` (torch's register_post_accumulate_grad_hook; where
+  /// an optimiser step can run during backward). The hook receives the leaf: capturing it would
+  /// keep it alive.
+  /// ```cpp
+  /// w.register_post_accumulate_grad_hook([](const mg::tensor& p) {
+  ///   mg::no_grad_guard ng;
+  ///   p.detach().sub_(p.grad() * 0.1);   // an SGD step as soon as w's gradient is ready
+  /// });
+  /// ```
+  template <class F>
+  hook_handle register_post_accumulate_grad_hook(F&& fn) const;
 
   template <class T>
   T item() const;

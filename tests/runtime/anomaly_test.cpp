@@ -273,3 +273,29 @@ TEST(Anomaly, GuardRestoresTheMode) {
   }
   EXPECT_FALSE(mg::autograd::is_anomaly_enabled());
 }
+
+// test_anomaly_mode_no_check_nan: check_nan = false lets a NaN gradient through (and the mode and
+// the flag are restored by the guard), while other errors still name the forward's line.
+TEST(Anomaly, CheckNanOff) {
+  tensor x = leaf({1.0, 2.0});
+  tensor y = mg::apply<nan_backward>(x);
+  {
+    mg::autograd::detect_anomaly_guard anomaly(true, /*check_nan=*/false);
+    EXPECT_TRUE(mg::autograd::is_anomaly_enabled());
+    EXPECT_FALSE(mg::autograd::is_anomaly_check_nan_enabled());
+    y.sum().backward();
+    const auto g = values(x.grad());
+    ASSERT_EQ(g.size(), 2u);
+    EXPECT_TRUE(std::isnan(g[0]) && std::isnan(g[1]));
+    tensor z = leaf({1.0, 2.0});
+    const auto [w, line] = std::pair(mg::apply<misshapen_backward>(z), __LINE__);
+    const std::string msg = error_of([&] { w.sum().backward(); });
+    EXPECT_TRUE(contains(msg, "was called at " + here(line))) << msg;
+  }
+  EXPECT_FALSE(mg::autograd::is_anomaly_enabled());
+  EXPECT_TRUE(mg::autograd::is_anomaly_check_nan_enabled());
+  mg::autograd::set_detect_anomaly(true, false);
+  EXPECT_FALSE(mg::autograd::is_anomaly_check_nan_enabled());
+  mg::autograd::set_detect_anomaly(false);
+  EXPECT_TRUE(mg::autograd::is_anomaly_check_nan_enabled());
+}

@@ -2,6 +2,7 @@
 // create_graph, allow_unused, .inputs, accumulation, saved-tensor checks, and every error.
 #include <cmath>
 #include <memory>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 
 using mg::tensor;
 using mg_test::expect_error;
+using mg_test::values;
 
 namespace {
 tensor leaf(double v) { return tensor(v).requires_grad_(); }
@@ -45,13 +47,18 @@ TEST(RuntimeGraph, LeavesNodesAndNames) {
   EXPECT_FALSE(d.requires_grad());
 }
 
-// A C++ number operand is bound into the node by value (torch's MulBackward1 and kin): the node
-// has edges for the tensor operands only and saves no tensor for the number.
+// A C++ number operand is bound into the node by value: the node has an edge per operand, empty
+// for the number (as torch's next_functions), and saves no tensor for the number.
 TEST(RuntimeGraph, NumberOperandsAreBoundIntoTheNode) {
   tensor x = leaf(2.0);
-  for (const tensor& y : {x * 3.0, 3.0 * x, x / 4.0, 1.0 - x, mg::atan2(x, 1.0), mg::pow(2.0, x)}) {
-    ASSERT_EQ(y.grad_fn()->next_functions().size(), 1u) << y.grad_fn()->name();
-    EXPECT_STREQ(y.grad_fn()->next_functions()[0]->name(), "accumulate_grad");
+  const std::pair<tensor, std::size_t> cases[] = {{x * 3.0, 0},           {3.0 * x, 1},
+                                                  {x / 4.0, 0},           {1.0 - x, 1},
+                                                  {mg::atan2(x, 1.0), 0}, {mg::pow(2.0, x), 1}};
+  for (const auto& [y, k] : cases) {
+    const auto next = y.grad_fn()->next_functions();
+    ASSERT_EQ(next.size(), 2u) << y.grad_fn()->name();
+    EXPECT_STREQ(next[k]->name(), "accumulate_grad") << y.grad_fn()->name();
+    EXPECT_FALSE(next[1 - k]) << y.grad_fn()->name();
   }
   // gradients, and a second backward without retain_graph: nothing was saved (as in torch)
   tensor y = x * 3.0;
@@ -302,4 +309,101 @@ TEST(RuntimeSaved, NoReferenceCycles) {
   EXPECT_TRUE(node.expired());
   EXPECT_TRUE(acc.expired());
   EXPECT_TRUE(leaf_impl.expired());
+}
+
+// ---- what torch.autograd's own tests check (test_autograd.py, named in each comment) ----------
+
+// test_grad_accumulation / test_accumulate_grad: without create_graph a leaf's .grad is
+// accumulated in place, so a handle to it (what an optimiser holds) sees later backwards; the
+// first gradient is a copy that owns its storage, never the caller's tensor.
+TEST(RuntimeGrad, GradIsAccumulatedInPlace) {
+  tensor x = mg::ones({2}, {.dtype = mg::f64, .requires_grad = true});
+  tensor y = x * 3.0;
+  tensor seed = mg::ones({2}, {.dtype = mg::f64});
+  y.backward(seed, {.retain_graph = true});
+  tensor g = x.grad();
+  y.backward(seed, {.retain_graph = true});
+  EXPECT_EQ(values(g), (std::vector<double>{6, 6}));
+  EXPECT_EQ(g.impl(), x.grad().impl());
+  EXPECT_EQ(values(seed), (std::vector<double>{1, 1}));
+
+  // the gradient reaching a leaf unchanged (clone's backward passes it on) is copied first
+  tensor a = mg::ones({2}, {.dtype = mg::f64, .requires_grad = true});
+  tensor s = tensor{5., 7.};
+  a.clone().backward(s);
+  a.clone().backward(s);
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{10, 14}));
+  EXPECT_EQ(values(s), (std::vector<double>{5, 7}));
+
+  // with create_graph the sum is a new tensor that carries its graph
+  tensor w = tensor{2.}.requires_grad_();
+  (w * w * w).sum().backward({.create_graph = true});
+  tensor first = w.grad();
+  EXPECT_TRUE(first.requires_grad());
+  (w * w * w).sum().backward({.create_graph = true});
+  EXPECT_DOUBLE_EQ(first.item<double>(), 12.0);
+  EXPECT_DOUBLE_EQ(w.grad().item<double>(), 24.0);
+  // d/dw of the accumulated 3w^2 + 3w^2 = 12 w
+  EXPECT_DOUBLE_EQ(mg::autograd::grad({w.grad().sum()}, {w})[0].item<double>(), 24.0);
+}
+
+// test_inplace_on_view_of_view / gradcheck through a view of a base written in place: the view
+// requires grad (and has a history) as soon as its base does, before grad_fn() is read.
+TEST(RuntimeGrad, ViewOfABaseWrittenInPlaceRequiresGrad) {
+  tensor r = mg::ones({1}, {.dtype = mg::f64, .requires_grad = true});
+  tensor x = mg::ones({5}, {.dtype = mg::f64});
+  tensor v = x.select(0, 1);
+  x.add_(r);
+  EXPECT_TRUE(v.requires_grad());
+  EXPECT_FALSE(v.is_leaf());
+  tensor y = v * 3.0;  // recorded: the view's history reaches r
+  y.backward();
+  EXPECT_DOUBLE_EQ(r.grad().item<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(y.item<double>(), 6.0);
+  // second order through the view: d/dr (v^2 summed) with v = 1 + r, at r = 1
+  tensor q = mg::ones({1}, {.dtype = mg::f64, .requires_grad = true});
+  tensor b = mg::zeros({3}, {.dtype = mg::f64});
+  tensor u = b.slice(0, 0, 2);
+  b.add_(q * q);
+  const auto d = mg::autograd::grad({(u * u).sum()}, {q}, {}, {.create_graph = true})[0];
+  EXPECT_DOUBLE_EQ(d.item<double>(), 2 * 2 * (2 * 1.0 * 1.0 * 1.0));  // 2*2*q^3*... = 8 q^3
+  EXPECT_DOUBLE_EQ(mg::autograd::grad({d.sum()}, {q})[0].item<double>(), 24.0);  // 24 q^2
+}
+
+// test_function_returns_input / next_functions of `x + 5`: one edge per operand, empty for the
+// number.
+TEST(RuntimeGrad, ANumberOperandHasAnEmptyEdge) {
+  tensor x = tensor{1., 2.}.requires_grad_();
+  const auto add = (x + 5.0).grad_fn();
+  ASSERT_EQ(add->next_functions().size(), 2u);
+  EXPECT_TRUE(add->next_functions()[0]);
+  EXPECT_FALSE(add->next_functions()[1]);
+  const auto rsub = (5.0 - x).grad_fn();
+  ASSERT_EQ(rsub->next_functions().size(), 2u);
+  EXPECT_FALSE(rsub->next_functions()[0]);
+  EXPECT_TRUE(rsub->next_functions()[1]);
+  // the gradients are those of the tensor operand, first and second order
+  const auto g = mg::autograd::grad({(5.0 / x).sum()}, {x}, {}, {.create_graph = true})[0];
+  EXPECT_EQ(values(g), (std::vector<double>{-5.0, -1.25}));
+  EXPECT_EQ(values(mg::autograd::grad({g.sum()}, {x})[0]), (std::vector<double>{10.0, 1.25}));
+}
+
+// test_grad_materialize_grads: unused inputs get zeros (requiring grad) instead of undefined
+// tensors; allow_unused = false with it is an error.
+TEST(RuntimeGrad, MaterializeGrads) {
+  tensor x = mg::tensor(0.5).requires_grad_();
+  tensor a = mg::tensor(2.0).requires_grad_();
+  tensor y = x * a;
+  const auto dx = mg::autograd::grad({y}, {x}, {}, {.create_graph = true})[0];
+  const auto dx2 = mg::autograd::grad({dx}, {x}, {}, {.materialize_grads = true})[0];
+  ASSERT_TRUE(dx2.defined());
+  EXPECT_EQ(dx2.item<double>(), 0.0);
+  EXPECT_TRUE(dx2.requires_grad());
+  EXPECT_FALSE(
+      mg::autograd::grad({dx}, {x}, {}, {.retain_graph = true, .allow_unused = true})[0].defined());
+  expect_error(
+      [&] {
+        (void)mg::autograd::grad({dx}, {x}, {}, {.allow_unused = false, .materialize_grads = true});
+      },
+      {"materialize_grads", "allow_unused"});
 }

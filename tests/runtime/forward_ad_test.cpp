@@ -201,3 +201,58 @@ TEST(ForwardAD, LevelsAndErrors) {
   EXPECT_FALSE(fw::unpack_dual(kept).tangent.defined());  // cleared when the level closed
   fw::dual_level again;  // a new level may open after the first closed
 }
+
+// test_forward_ad (views and in-place, torch's Note [Forward Grad View/inplace]): the tangent of
+// a view is a view of its base's tangent, and in-place writes update tangents in place.
+TEST(ForwardAD, InPlaceWritesThroughViewsUpdateTheBasesTangent) {
+  fw::dual_level level;
+  const tensor t{1., 2.};
+  tensor d = fw::make_dual(tensor{3., 4.}, t);
+  tensor w = d.slice(0, 0, 1);
+  w.mul_(2.0);  // d = [6, 4], its tangent [2 t0, t1]
+  EXPECT_EQ(values(d), (std::vector<double>{6, 4}));
+  EXPECT_EQ(values(fw::unpack_dual(d).tangent), (std::vector<double>{2, 2}));
+  EXPECT_EQ(values(fw::unpack_dual(w).tangent), (std::vector<double>{2}));
+
+  // a view of a tensor without a tangent: the base gets one, zeros outside the view
+  tensor baz = mg::zeros({2}, {.dtype = mg::f64});
+  baz[0].copy_(d[0]);
+  ASSERT_TRUE(fw::unpack_dual(baz).tangent.defined());
+  EXPECT_EQ(values(fw::unpack_dual(baz).tangent), (std::vector<double>{2, 0}));
+  baz[1].copy_(d[1]);
+  EXPECT_EQ(values(fw::unpack_dual(baz).tangent), (std::vector<double>{2, 2}));
+  // the tangents are baz's own: writing baz again leaves d's alone
+  baz.mul_(3.0);
+  EXPECT_EQ(values(fw::unpack_dual(baz).tangent), (std::vector<double>{6, 6}));
+  EXPECT_EQ(values(fw::unpack_dual(d).tangent), (std::vector<double>{2, 2}));
+
+  // a tensor written without a tangent while it has one: zeros there
+  tensor e = fw::make_dual(tensor{1., 1.}, tensor{5., 5.}) * 1.0;
+  e[1].fill_(0.0);
+  EXPECT_EQ(values(fw::unpack_dual(e).tangent), (std::vector<double>{5, 0}));
+
+  // the tangent of an op result is its own even where the formula passes a tangent on (add)
+  tensor p = fw::make_dual(tensor{1., 2.}, tensor{1., 1.});
+  tensor q = p + 0.0;
+  q.mul_(4.0);
+  EXPECT_EQ(values(fw::unpack_dual(q).tangent), (std::vector<double>{4, 4}));
+  EXPECT_EQ(values(fw::unpack_dual(p).tangent), (std::vector<double>{1, 1}));
+
+  // detach_ drops the tangent, as torch's
+  tensor f = fw::make_dual(tensor{1., 2.}, tensor{1., 1.}) * 2.0;
+  f.detach_();
+  EXPECT_FALSE(fw::unpack_dual(f).tangent.defined());
+}
+
+// The tangents of in-place ops through views against central differences: f writes a slice of
+// a copy of its input in place.
+TEST(ForwardAD, InPlaceThroughAViewAgainstFiniteDifferences) {
+  check_jvp(
+      [](const tensor_list& x) {
+        tensor c = x[0] * 1.0;
+        c.slice(0, 1, 3).mul_(x[1]);
+        c.select(0, 0).copy_(mg::sin(x[1]).sum());
+        return c * x[0];
+      },
+      {{4}, {2}});
+}

@@ -437,3 +437,30 @@ TEST(RuntimeFunction, GradcheckOnSeveralOutputs) {
   EXPECT_TRUE(mg::autograd::gradcheck(f, in));
   EXPECT_TRUE(mg::autograd::gradgradcheck(f, in));
 }
+
+// test_return_duplicate: a Function returning one tensor twice gives one tensor; its gradient
+// (through both uses) is right, first and second order.
+namespace {
+struct double_duplicate {
+  static tensor_list forward(mg::context&, const tensor& x) {
+    tensor out = x * 2.0;
+    return {out, out};
+  }
+  static tensor_list backward(mg::context&, const tensor_list& g) {
+    return {g[0] * 2.0 + g[1] * 2.0};
+  }
+};
+}  // namespace
+
+TEST(RuntimeFunction, ReturningOneTensorTwiceGivesOneTensor) {
+  tensor x = tensor{{0.5, -1.0}, {2.0, 3.0}}.requires_grad_();
+  const auto fn = [](const tensor_list& in) {
+    auto outs = mg::apply<double_duplicate>(in[0]);
+    EXPECT_EQ(outs[0].impl(), outs[1].impl());
+    return outs[0] + outs[1];
+  };
+  EXPECT_TRUE(mg::autograd::gradcheck(fn, {x}));
+  EXPECT_TRUE(mg::autograd::gradgradcheck(fn, {x}));
+  fn({x}).sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{4, 4, 4, 4}));  // d/dx (2x + 2x)
+}

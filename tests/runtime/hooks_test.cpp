@@ -147,7 +147,7 @@ TEST(Hooks, WrongResultsAreErrors) {
   auto h3 = y.grad_fn()->register_hook(
       [](const tensor_list&, const tensor_list&) { return tensor_list{}; });
   expect_error([&] { y.sum().backward({.retain_graph = true}); },
-               {"returned 0 gradients for 1 inputs"});
+               {"returned 0 gradients for 2 inputs"});  // the number 2.0 has an empty edge
   h3.remove();
   y.grad_fn()->register_prehook([](const tensor_list& g) { return tensor_list{g[0], g[0]}; });
   expect_error([&] { y.sum().backward(); }, {"pre-hook of mul", "2 gradients for 1 outputs"});
@@ -319,4 +319,116 @@ TEST(Hooks, ReentrantBackwardFromAHook) {
   y.sum().backward();
   EXPECT_DOUBLE_EQ(inner, 27.0);
   EXPECT_DOUBLE_EQ(x.grad().item<double>(), 4.0);
+}
+
+// ---- what torch.autograd's own tests check (test_autograd.py, named in each comment) ----------
+
+// test_hooks (the log of hook kinds): backward(inputs = {b}) with b a non-leaf runs b's tensor
+// hook and then the pre-hooks of b.grad_fn; b.grad sees only the tensor hook (retain_grad runs
+// before the pre-hooks).
+TEST(Hooks, BackwardWithANonLeafInputRunsItsNodesPrehooks) {
+  std::vector<int> log;
+  const auto hook1 = [&](const tensor& g) {
+    log.push_back(1);
+    return g * 3.0;
+  };
+  const auto hook2 = [&](const tensor_list& gs) -> std::optional<tensor_list> {
+    log.push_back(2);
+    tensor_list r;
+    for (const auto& g : gs) r.push_back(g * 2.0);
+    return r;
+  };
+  tensor a = mg::tensor(1.0).requires_grad_();
+  tensor b = a.clone();
+  b.grad_fn()->register_prehook(hook2);
+  b.register_hook(hook1);
+  b.grad_fn()->register_prehook(hook2);
+  const auto acc = b.grad_fn()->next_functions()[0].function;
+  a.register_hook(hook1);
+  acc->register_prehook(hook2);
+  a.register_hook(hook1);
+
+  b.sum().backward({.retain_graph = true});
+  EXPECT_EQ(log, (std::vector<int>{1, 2, 2, 1, 1, 2}));
+  EXPECT_DOUBLE_EQ(a.grad().item<double>(), 3.0 * 2 * 2 * 3 * 3 * 2);
+
+  log.clear();
+  (void)mg::autograd::grad({b.sum()}, {a}, {}, {.retain_graph = true});
+  EXPECT_EQ(log, (std::vector<int>{1, 2, 2, 1, 1}));
+
+  log.clear();
+  b.sum().backward(mg::backward_options{.inputs = {b}});
+  EXPECT_EQ(log, (std::vector<int>{1, 2, 2}));
+  EXPECT_DOUBLE_EQ(b.grad().item<double>(), 3.0);
+}
+
+// test_post_accumulate_grad_hook_*: called after .grad was accumulated, with the leaf; only on
+// leaves that require grad; removable; an optimiser step inside it.
+TEST(Hooks, PostAccumulateGradHook) {
+  tensor w = tensor{1., 2.}.requires_grad_();
+  std::vector<std::vector<double>> seen;
+  auto h = w.register_post_accumulate_grad_hook(
+      [&](const tensor& p) { seen.push_back(values(p.grad())); });
+  (w * w).sum().backward();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], (std::vector<double>{2, 4}));
+  (w * 3.0).sum().backward();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1], (std::vector<double>{5, 7}));  // after accumulation
+  // autograd::grad accumulates nothing: the hook does not run
+  (void)mg::autograd::grad({(w * w).sum()}, {w});
+  EXPECT_EQ(seen.size(), 2u);
+  h.remove();
+  (w * w).sum().backward();
+  EXPECT_EQ(seen.size(), 2u);
+
+  // an SGD step during backward
+  tensor v = tensor{1., -1.}.requires_grad_();
+  v.register_post_accumulate_grad_hook([](const tensor& p) {
+    mg::no_grad_guard ng;
+    p.detach().sub_(p.grad() * 0.5);
+    p.detach().grad();  // the tensor stays usable
+  });
+  (v * v).sum().backward();
+  EXPECT_EQ(values(v), (std::vector<double>{0, 0}));  // v - 0.5 * 2v
+
+  tensor nl = w * 2.0;
+  expect_error([&] { nl.register_post_accumulate_grad_hook([](const tensor&) {}); },
+               {"register_post_accumulate_grad_hook", "not a leaf", "register_hook"});
+  expect_error([] { tensor{1.}.register_post_accumulate_grad_hook([](const tensor&) {}); },
+               {"register_post_accumulate_grad_hook", "does not require grad"});
+}
+
+// test_multi_grad_any_hooks: mode any calls the hook once per backward, with the first gradient
+// computed (b's: b is used last in the forward, so its node runs first).
+TEST(Hooks, MultiGradHookModeAny) {
+  tensor a = tensor{1., 2.}.requires_grad_();
+  tensor b = tensor{3., 4.}.requires_grad_();
+  tensor c = mg::tensor(5.0);  // requires no grad: skipped, as torch skips it
+  int calls = 0;
+  std::vector<double> first;
+  auto h = mg::autograd::register_multi_grad_hook(
+      {a, b, c},
+      [&](const tensor& g) {
+        ++calls;
+        first = values(g);
+      },
+      mg::autograd::multi_grad_mode::any);
+  tensor la = (a * 2.0).sum();
+  tensor lb = (b * 3.0).sum();  // recorded last: its nodes run first
+  (la + lb).backward();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(first, (std::vector<double>{3, 3}));
+  (a * 5.0).sum().backward();  // b is not reached
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(first, (std::vector<double>{5, 5}));
+  h.remove();
+  (a * 5.0).sum().backward();
+  EXPECT_EQ(calls, 2);
+  expect_error(
+      [&] {
+        (void)mg::autograd::register_multi_grad_hook(
+            {a}, [](const tensor&) {}, mg::autograd::multi_grad_mode::all);
+      },
+      {"register_multi_grad_hook", "mode all", "multi_grad_mode::any"});
 }

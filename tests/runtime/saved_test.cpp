@@ -1,5 +1,6 @@
 // What the graph saves: only what the wanted gradients read, saved-tensor hooks (the seeds'
 // examples), allow_mutation_on_saved_tensors, increment_version; grad and inference modes.
+#include <cmath>
 #include <memory>
 #include <string>
 #include <thread>
@@ -299,4 +300,68 @@ TEST(TensorAutograd, DetachVersionLeafAndRequiresGrad) {
   tensor v = x * 1.0;
   tensor row = v.slice(0, 0, 1);
   expect_error([&] { row.detach_(); }, {"detach_", "view", "detach()"});
+}
+
+// ---- what torch.autograd's own tests check (test_autograd.py, named in each comment) ----------
+
+// test_pack_hook_with_inplace_modification_should_fail: exp saves its output, which the pack hook
+// would modify; the values must not be corrupted silently.
+TEST(SavedHooks, PackHookModifyingItsInputIsAnError) {
+  tensor a = mg::zeros({2}, {.dtype = mg::f64, .requires_grad = true});
+  mg::autograd::saved_tensors_hooks_guard g(
+      [](const tensor& t) {
+        tensor u = t;
+        u.add_(1.0);
+        return u;
+      },
+      [](const tensor& t) { return t; });
+  expect_error([&] { (void)mg::exp(a); },
+               {"exp", "pack hook is modifying its input in place", "clone()"});
+}
+
+// test_disabling_saved_tensor_hooks (second half): entering the disabling guard while hooks are
+// active raises its message.
+TEST(SavedHooks, DisablingWhileHooksAreActiveIsAnError) {
+  const std::string message = "saved tensors default hooks are disabled";
+  {
+    mg::autograd::saved_tensors_hooks_guard g([](const tensor& t) { return t; },
+                                              [](const tensor& t) { return t; });
+    expect_error([&] { mg::autograd::disable_saved_tensors_hooks_guard d(message); }, {message});
+  }
+  // the failed guard left nothing behind: hooks can be entered again
+  mg::autograd::saved_tensors_hooks_guard again([](const tensor& t) { return t; },
+                                                [](const tensor& t) { return t; });
+  tensor x = tensor{1., 2.}.requires_grad_();
+  (x * x).sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{2, 4}));
+}
+
+// test_saved_variable_saved_original_inplace_detach: an input saved with its history and then
+// detached in place cannot be used; an output saved by its node can.
+TEST(Saved, InputDetachedInPlaceAfterSavingIsAnError) {
+  tensor a = mg::tensor(1.0).requires_grad_().clone();
+  tensor b = mg::sin(a);
+  a.detach_();
+  expect_error([&] { b.backward(); }, {"sin", "detached in place", "detach()"});
+
+  tensor x = mg::tensor(1.0).requires_grad_();
+  tensor c = x.clone();
+  tensor d = mg::exp(c);
+  c.detach_();
+  d.backward();
+  EXPECT_DOUBLE_EQ(x.grad().item<double>(), std::exp(1.0));
+}
+
+// test_index_select backward twice (saved index): freed with the graph like a saved tensor.
+TEST(Saved, IndexSelectTwiceNeedsRetainGraph) {
+  tensor x = tensor{1., 2., 3.}.requires_grad_();
+  tensor y = x.index_select(0, mg::tensor(xt::xarray<double>{2, 0}).to(mg::i64)).sum();
+  y.backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1, 0, 1}));
+  expect_error([&] { y.backward(); }, {"backward through the graph a second time", "index_select"});
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1, 0, 1}));  // not accumulated again
+  tensor z = x.index_select(0, mg::tensor(xt::xarray<double>{1, 1}).to(mg::i64)).sum();
+  z.backward({.retain_graph = true});
+  z.backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1, 4, 1}));
 }

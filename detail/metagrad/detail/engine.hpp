@@ -12,7 +12,10 @@
 // which a target is reachable run: the first pass also lists the nodes in post-order, and a
 // node is needed when it is a target or a child is needed. The gradient arriving at a target is
 // captured (grad) or accumulated into its .grad (backward), after its tensor hooks ran (Note
-// [Hook order]); the grad accumulators of other leaves do not run.
+// [Hook order]); the grad accumulators of other leaves do not run. With backward, a target's
+// node runs too, as torch's does (its pre-hooks and post-hooks see the gradient; what it
+// computes for its inputs goes nowhere unless a child is needed); with grad, a target's node
+// runs only when a child is needed.
 #pragma once
 
 #include <atomic>
@@ -303,7 +306,9 @@ inline void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
                             edges[i]->outputs()[edges[i].input_nr], n, i);
     else
       out[i] = nullptr;
-  if (anomaly_mode().load(std::memory_order_relaxed)) check_anomaly(n, out);
+  if (anomaly_mode().load(std::memory_order_relaxed) &&
+      anomaly_check_nan().load(std::memory_order_relaxed))
+    check_anomaly(n, out);
   if (!task.call.keep_graph)
     for (auto& s : n.saved()) s.release();
   if (post) {
@@ -414,10 +419,9 @@ inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tens
               child_needs || (task.table.lookup(e.function.get())->flags & node_table::need);
       auto& s = *task.table.lookup(n);
       const bool target = s.flags & node_table::target;
-      const bool is_acc = n->is_accumulator();
       s.flags = (s.flags & ~(node_table::need | node_table::exec)) |
                 (target || child_needs ? node_table::need : 0) |
-                (child_needs || (target && c.accumulate && is_acc) ? node_table::exec : 0);
+                (child_needs || (target && c.accumulate) ? node_table::exec : 0);
     }
   // input buffers: the slot of a node that has one names it
   const auto buffer = [&](const std::shared_ptr<graph_node>& n,

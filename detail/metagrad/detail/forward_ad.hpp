@@ -56,7 +56,89 @@ void set_tangent(const impl_ptr& p, tensor r, const char* op, std::size_t k) {
     d.pruned = std::max<std::size_t>(64, d.duals.size());
   }
   d.duals.emplace_back(p);
+  // a tangent of its own for a tensor that is no view (Note [Tangents of in-place writes])
+  if (!t.is_view && (r.impl().use_count() > 1 || r.impl()->store.use_count() > 1)) {
+    suspend_tangents off;  // a recorded copy where the tangent has a graph (forward-over-reverse)
+    r = r.requires_grad() ? lazy<I>(r).clone() : tensor(copy_of(*r.impl()));
+  }
   t.tangent = r.impl();
+}
+
+// Note [Tangents of in-place writes]: as torch's forward grads, the tangent of a view is a view
+// of its base's tangent (a view op's tangent is the same view of its input's tangent), and an
+// in-place write updates a tangent in place, so the base and its other views see the change:
+//   - a tensor whose tangent can take the new one (same shape and dtype, not expanded) gets it
+//     copied in;
+//   - a view without one gets its region of the base's tangent (zeros, made for the base if it
+//     had none), and the new tangent is copied there;
+//   - a tensor written without a tangent while its tangent (or its base's) is there gets zeros
+//     in its place.
+// So the tangents a tensor is given are its own (set_tangent copies a tangent another tensor
+// shares), and a write through one never reaches an unrelated tensor. detach_() drops a tangent.
+inline bool takes_tangent(const tensor_impl& tangent, const tensor_impl& t) {
+  if (tangent.shape != t.shape || tangent.dtype() != t.dtype() || tangent.is_inference)
+    return false;
+  for (std::size_t i = 0; i < tangent.shape.size(); ++i)
+    if (tangent.strides[i] == 0 && tangent.shape[i] > 1) return false;
+  return true;
+}
+
+// The region of t's base's tangent that t views (null where there is none, or the base's layout
+// does not map t's strides onto its tangent).
+inline impl_ptr base_tangent_region(const tensor_impl& t) {
+  if (!t.is_view || !t.base || !t.base->tangent) return nullptr;
+  const tensor_impl& b = *t.base;
+  const tensor_impl& bt = *b.tangent;
+  if (!b.is_contiguous() || !bt.is_contiguous() || !takes_tangent(bt, b)) return nullptr;
+  auto r = alias_of(bt);
+  r->shape = t.shape;
+  r->strides = t.strides;
+  r->offset = bt.offset + (t.offset - b.offset);
+  return r;
+}
+
+// The tangent an in-place op reads from t: its own, or its region of its base's.
+inline impl_ptr tangent_for_write(const tensor_impl& t) {
+  return t.tangent ? t.tangent : base_tangent_region(t);
+}
+
+// Gives p the tangent tr (null: none) of an in-place write's result (Note [Tangents of in-place
+// writes]). A template in name only (Note [Lazy members]).
+template <int I>
+void in_place_tangent(const impl_ptr& p, const impl_ptr& tr, const char* op) {
+  tensor_impl& t = *p;
+  const bool base_has = t.is_view && t.base && t.base->tangent;
+  if (!tr && !t.tangent && !base_has) return;
+  if (!dual_level_open().load() || !is_floating(t.dtype())) {
+    t.tangent.reset();
+    return;
+  }
+  suspend_tangents off;
+  tensor value = tr ? tensor(tr) : zeros(t.shape, {.dtype = t.dtype(), .device = t.device()});
+  if (value.dtype() != t.dtype()) value = lazy<I>(value).to(t.dtype());
+  if (value.requires_grad()) {  // a tangent with a graph (forward-over-reverse) replaces
+    set_tangent<I>(p, value, op, 0);
+    return;
+  }
+  if (t.tangent && takes_tangent(*t.tangent, t)) {
+    if (t.tangent->store != value.impl()->store || t.tangent->offset != value.impl()->offset)
+      copy_into(*t.tangent, *value.impl());
+    return;
+  }
+  if (t.is_view && t.base && t.base->is_contiguous() && t.base->device() == t.device()) {
+    tensor_impl& b = *t.base;
+    if (!b.tangent || !base_tangent_region(t)) {
+      tensor fresh = zeros(b.shape, {.dtype = b.dtype(), .device = b.device()});
+      if (b.tangent && b.tangent->shape == b.shape) copy_into(*fresh.impl(), *b.tangent);
+      set_tangent<I>(t.base, fresh, op, 0);
+    }
+    if (impl_ptr region = base_tangent_region(t)) {
+      copy_into(*region, *value.impl());
+      set_tangent<I>(p, tensor(std::move(region)), op, 0);
+      return;
+    }
+  }
+  set_tangent<I>(p, value, op, 0);
 }
 
 }  // namespace mg::detail

@@ -45,6 +45,7 @@ using tensor_hook_fn = std::function<tensor(const tensor&)>;
 using pre_hook_fn = std::function<std::optional<tensor_list>(const tensor_list&)>;
 using post_hook_fn =
     std::function<std::optional<tensor_list>(const tensor_list&, const tensor_list&)>;
+using post_accumulate_fn = std::function<void(const tensor&)>;
 
 struct hook_set {
   struct tensor_hook {
@@ -63,6 +64,7 @@ struct hook_set {
   std::vector<retain> retains;
   std::vector<std::pair<std::uint64_t, pre_hook_fn>> pre_hooks;
   std::vector<std::pair<std::uint64_t, post_hook_fn>> post_hooks;
+  std::vector<std::pair<std::uint64_t, post_accumulate_fn>> post_accumulate;  // leaves only
   std::weak_ptr<graph_node> parent;  // anomaly mode: the node whose backward recorded this one
 
   template <int = 0>  // Note [Lazy members] in tensor_class.hpp
@@ -83,6 +85,11 @@ struct hook_set {
     }
     if (auto p = std::find_if(post_hooks.begin(), post_hooks.end(), by_id); p != post_hooks.end()) {
       post_hooks.erase(p);
+      return true;
+    }
+    if (auto p = std::find_if(post_accumulate.begin(), post_accumulate.end(), by_id);
+        p != post_accumulate.end()) {
+      post_accumulate.erase(p);
       return true;
     }
     return false;
@@ -123,6 +130,15 @@ inline void release_self_capture(const impl_ptr& t, long held, long held_fn) {
   }
   t->hook_self_refs = 0;
 }  // dead is destroyed here, and with it the references that kept t alive
+
+// The post-accumulate-grad hooks of a leaf, after its .grad was accumulated (a copy of the list:
+// a hook may register or remove hooks).
+template <int = 0>
+void run_post_accumulate_hooks(const impl_ptr& leaf) {
+  const auto hooks = leaf->hooks->post_accumulate;
+  const tensor t(leaf);
+  for (const auto& [id, fn] : hooks) fn(t);
+}
 
 // The drain calls this for a node it is about to release (Note [Iterative destruction]).
 inline void release_node_self_capture(const std::shared_ptr<graph_node>& n) {
@@ -209,6 +225,28 @@ void hook_handle::remove() {
   for (auto& [set, id] : hooks_)
     if (const auto s = set.lock()) s->remove(id);
   hooks_.clear();
+}
+
+template <class F>
+hook_handle tensor::register_post_accumulate_grad_hook(F&& fn) const {
+  static_assert(std::is_invocable_v<const std::decay_t<F>&, const tensor&>,
+                "metagrad: a post-accumulate-grad hook is callable as fn(const mg::tensor& leaf)");
+  const auto& t = checked("register_post_accumulate_grad_hook");
+  if (t.grad_fn)
+    detail::fail("register_post_accumulate_grad_hook: the tensor (shape ",
+                 detail::shape_string(t.shape), ") is not a leaf (computed by ", t.grad_fn->name(),
+                 "); its gradient is never accumulated: use register_hook, or retain_grad()");
+  if (!t.requires_grad)
+    detail::fail("register_post_accumulate_grad_hook: the tensor (shape ",
+                 detail::shape_string(t.shape),
+                 ") does not require grad; call requires_grad_() on it first");
+  detail::post_accumulate_fn f = [fn = std::decay_t<F>(std::forward<F>(fn))](const tensor& leaf) {
+    fn(leaf);
+  };
+  const std::uint64_t id = detail::next_hook_id();
+  auto& owner = const_cast<detail::tensor_impl&>(t).hooks;
+  detail::hooks_of(owner).post_accumulate.emplace_back(id, std::move(f));
+  return detail::hook_access::make(owner, id);
 }
 
 template <class F>

@@ -81,6 +81,14 @@ auto traced_backward(std::index_sequence<I...>)
                                                    traced_arg_t<saves_output_v<Op>, N>{},
                                                    arg<N + 1>{}));
 
+// An op whose struct holds indices that torch saves as a tensor (`static constexpr bool
+// saves_indices = true`, index_select): what it saves is freed with the graph, so that a second
+// backward without retain_graph is refused as torch refuses it.
+template <class Op>
+concept keeps_indices = requires {
+  requires Op::saves_indices;
+};
+
 // Ops whose backward is not traced (not elementwise) may declare what each gradient reads:
 // `static constexpr std::array<std::uint32_t, N> gradient_reads` (bit j < N: input j, bit N: the
 // output). A value that no wanted gradient reads is then saved as its shape only, and the backward
@@ -127,6 +135,11 @@ edge gradient_edge(const impl_ptr& t);
 // by a backward under create_graph).
 inline std::atomic<bool>& anomaly_mode() {
   static std::atomic<bool> on{false};
+  return on;
+}
+// With anomaly mode on: are gradients checked for NaN and infinity (torch's check_nan)?
+inline std::atomic<bool>& anomaly_check_nan() {
+  static std::atomic<bool> on{true};
   return on;
 }
 template <int = 0>
@@ -218,17 +231,18 @@ constexpr std::uint32_t bit_count(std::uint32_t m) {
 }
 
 // Note [Number operands]: in `y * 1.5` the number is no tensor of the graph: op_node<Op, N,
-// Numbers> (Numbers: a bit per operand that is a C++ number, known at compile time) has edges
-// for the tensor operands only (so next_functions lists those, as torch's MulBackward1 does),
-// keeps the numbers by value and saves only tensor operands (or the output) that a wanted
-// gradient reads. Backward gives the op the numbers back as 0-d operands of the dtype the op
-// computed in (on the stack for the one-kernel backward on the CPU).
+// Numbers> (Numbers: a bit per operand that is a C++ number, known at compile time) has an edge
+// per operand, empty for the numbers (so next_functions has one entry per operand, as torch's,
+// whose Python numbers become wrapped tensors that need no gradient), keeps the numbers by value
+// and saves only tensor operands (or the output) that a wanted gradient reads. Backward gives the
+// op the numbers back as 0-d operands of the dtype the op computed in (on the stack for the
+// one-kernel backward on the CPU).
 template <class Op, std::size_t N, std::uint32_t Numbers = 0>
 struct op_node : graph_node {
   static constexpr bool ins = saves_inputs_v<Op>, outs = saves_output_v<Op>;
   static constexpr std::uint32_t all_inputs = (1u << N) - 1;
   static constexpr std::uint32_t tensors = all_inputs & ~Numbers;
-  static constexpr std::size_t n_edges = bit_count(tensors);
+  static constexpr std::size_t n_edges = N;  // numbers' edges stay empty
   static constexpr std::size_t n_numbers = bit_count(Numbers);
   static constexpr auto reads = gradient_reads<Op, N>();
   // the values the gradients of tensor operands may read, less the numbers
@@ -240,9 +254,7 @@ struct op_node : graph_node {
   }();
   static constexpr std::size_t n_saved = bit_count(may_save);
   // position in next / saved_values / numbers of operand (or output) j
-  static constexpr std::size_t edge_of(std::size_t j) {
-    return bit_count(tensors & ((1u << j) - 1));
-  }
+  static constexpr std::size_t edge_of(std::size_t j) { return j; }
   static constexpr std::size_t slot_of(std::size_t j) {
     return bit_count(may_save & ((1u << j) - 1));
   }
@@ -250,12 +262,6 @@ struct op_node : graph_node {
     return bit_count(Numbers & ((1u << j) - 1));
   }
   static constexpr bool is_number(std::size_t j) { return (Numbers >> j & 1) != 0; }
-  static constexpr auto operand_of_edge = [] {
-    std::array<std::size_t, n_edges> p{};
-    for (std::size_t i = 0, e = 0; i < N; ++i)
-      if (!is_number(i)) p[e++] = i;
-    return p;
-  }();
 
   // The numbers' dtype is the output's when the op maps each floating type to itself (elementwise
   // ops compute in one dtype), else it is kept.
@@ -315,6 +321,8 @@ struct op_node : graph_node {
     }
     if constexpr (outs && n_saved > 0)
       if (need & (1u << N)) saved_values[n_saved - 1].save(out.impl(), true, true, name());
+    if constexpr (keeps_indices<Op> && n_saved > 0)
+      for (std::size_t j = 0; j < n_saved; ++j) saved_values[j].free_with_graph();
   }
 
   void backward(std::span<impl_ptr> grads, std::span<impl_ptr> out) {
@@ -444,24 +452,45 @@ struct engine_ops {
   tensor (*add)(const tensor&, const tensor&);
   tensor (*sum_to)(const tensor&, const shape_t&);
   tensor (*to)(const tensor&, dtype);
+  void (*add_in_place)(tensor&, const tensor&);
+  tensor (*clone)(const tensor&);
 };
 template <int I>
 const engine_ops* engine_ops_of() {
   static constexpr engine_ops ops{
       [](const tensor& a, const tensor& b) -> tensor { return lazy<I>(a) + b; },
       [](const tensor& g, const shape_t& s) -> tensor { return mg::sum_to(lazy<I>(g), s); },
-      [](const tensor& g, dtype d) { return lazy<I>(g).to(d); }};
+      [](const tensor& g, dtype d) { return lazy<I>(g).to(d); },
+      [](tensor& a, const tensor& b) { lazy<I>(a).add_(b); },
+      [](const tensor& g) { return lazy<I>(g).clone(); }};
   return &ops;
 }
 // The running task's table (engine.hpp).
 const engine_ops& task_ops();
 
-// grad accumulated into t.grad: kept as is with create_graph (it carries its graph), else as a
-// copy that owns its storage, as torch's AccumulateGrad does.
-inline void accumulate_into(const engine_ops& ops, tensor_impl& t, const impl_ptr& g) {
+// Note [Accumulating .grad]: as torch's AccumulateGrad, the first gradient into t.grad is a copy
+// that owns its storage (a recorded clone with create_graph, so that it carries its graph), and
+// a leaf's later gradients are added into that tensor in place when create_graph is off, so that
+// a handle to .grad() (what an optimiser holds) sees them. With create_graph, or when the
+// existing .grad cannot take the sum in place (another dtype, an expanded or inference tensor),
+// the sum is a new tensor. retain_grad and backward's non-leaf .inputs accumulate out of place
+// (in_place false), as torch's retains_grad hook does.
+template <int = 0>
+inline void accumulate_into(const engine_ops& ops, tensor_impl& t, const impl_ptr& g,
+                            bool in_place = false) {
   if (!g) return;
   if (!t.grad) {
-    t.grad = grad_mode() ? g : copy_kernel(*g, g->dtype(), g->shape);
+    t.grad = grad_mode() ? ops.clone(tensor(g)).impl() : copy_kernel(*g, g->dtype(), g->shape);
+    return;
+  }
+  const tensor_impl& c = *t.grad;
+  bool fits = in_place && !grad_mode() && !c.is_inference && c.dtype() == g->dtype() &&
+              c.device() == g->device() && c.shape == g->shape;
+  for (std::size_t i = 0; fits && i < c.shape.size(); ++i)
+    fits = !(c.strides[i] == 0 && c.shape[i] > 1);
+  if (fits) {
+    tensor current(t.grad);
+    ops.add_in_place(current, tensor(g));
   } else {
     t.grad = ops.add(tensor(t.grad), tensor(g)).impl();
   }
@@ -490,8 +519,12 @@ struct accumulate_grad : graph_node {
   std::span<edge> next_edges() override { return {}; }
   std::span<tensor_meta> outputs() override { return {&meta, 1}; }
   void backward(std::span<impl_ptr> grads, std::span<impl_ptr>) {
-    std::lock_guard lock(striped_mutex<0>(leaf.get()));
-    accumulate_into(task_ops(), *leaf, grads[0]);
+    {
+      std::lock_guard lock(striped_mutex<0>(leaf.get()));
+      accumulate_into(task_ops(), *leaf, grads[0], /*in_place=*/true);
+    }
+    if (grads[0] && leaf->hooks && !leaf->hooks->post_accumulate.empty())
+      run_post_accumulate_hooks(leaf);
   }
   void surrender_extra() override {
     release_self_capture(leaf, 1, 0);
@@ -592,7 +625,7 @@ tensor record(const Op& op, tensor out, const bound_numbers<K>& nums, const T&..
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       record_node(n,
                   std::array<std::reference_wrapper<const tensor>, node_t::n_edges>{
-                      std::cref(std::get<node_t::operand_of_edge[I]>(operands))...},
+                      std::cref(std::get<I>(operands))...},
                   std::array<std::reference_wrapper<const tensor>, 1>{std::cref(out)});
     }
     (std::make_index_sequence<node_t::n_edges>{});

@@ -130,8 +130,15 @@ class saved_variable {
   template <int = 0>
   elements peek(const char* op) const;
 
+  // A shape-only save of an op that keeps state torch saves as a tensor (index_select's
+  // indices): freed with the graph like saved tensors, so a second backward is refused.
+  void free_with_graph() { shape_freed_ = true; }
   void release() {
-    if (kind_ == kind::shape) return;  // no elements to free
+    if (kind_ == kind::shape && !shape_freed_) return;  // no elements to free
+    if (kind_ == kind::shape) {
+      freed_ = true;
+      return;
+    }
     if (kind_ != kind::empty) freed_ = true;
     payload_.reset();
   }
@@ -151,6 +158,7 @@ class saved_variable {
     std::int64_t offset = 0;
     std::shared_ptr<graph_node> grad_fn;  // an input's when saved
     bool wrapped_number = false;
+    std::uint32_t detaches = 0;  // the storage's count of in-place detaches when saved
   };
   struct packed_entry {
     std::shared_ptr<packed_tensor> packed;
@@ -162,6 +170,8 @@ class saved_variable {
   void check_not_freed(const char* op) const;
   template <int = 0>
   void check_unchanged(const storage& st, const shape_t& shape, const char* op) const;
+  template <int = 0>
+  void check_not_detached(const char* op) const;
 
   // The bit-fields read through these in the template members: g++ 12 gives an enum bit-field
   // the type of its storage in a template ("no match for operator==").
@@ -178,6 +188,7 @@ class saved_variable {
   mg::device number_device_ : 1 = mg::device::cpu;
   bool check_version_ : 1 = true;
   bool freed_ : 1 = false;
+  bool shape_freed_ : 1 = false;
 };
 
 template <int I>
@@ -206,7 +217,13 @@ void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version,
     auto e = std::make_shared<packed_entry>();
     e->is_output = is_output;
     if (!is_output) e->history = t->grad_fn ? t->grad_fn : gradient_edge(t).function;
+    const std::uint64_t version = t->store->version;
     e->packed = (*hooks.stack.back())(is_output ? alias_of(*t) : t);
+    if (t->store->version != version)
+      fail(op, ": a saved tensor pack hook is modifying its input in place (a tensor of shape ",
+           shape_string(t->shape), " went from version ", version, " to ", t->store->version,
+           "); the tensor is the one the graph keeps, so a pack hook must not write to it: "
+           "return a modified copy (clone() it first) instead");
     payload_ = std::move(e);
     kind_ = kind::packed;
     return;
@@ -233,6 +250,7 @@ void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version,
     v->offset = t->offset;
     if (!is_output) v->grad_fn = t->grad_fn;
     v->wrapped_number = !is_output && t->wrapped_number;
+    v->detaches = t->store->detaches;
     payload_ = std::move(v);
     kind_ = is_output ? kind::output : kind::input;
   }
@@ -264,6 +282,20 @@ void saved_variable::check_unchanged(const storage& st, const shape_t& shape,
         word_, "; make a copy before modifying it in place, or modify it out of place");
 }
 
+// Note [Detached saved inputs]: an input is saved with the grad_fn it had, which detach_()
+// cannot take back; torch reads the input's history when it unpacks and so refuses an input
+// detached in place since. detach_() of a tensor with history counts on its storage
+// (storage::detaches), and unpacking an input saved with history checks the count.
+template <int>
+void saved_variable::check_not_detached(const char* op) const {
+  if (kind_of() != kind::input) return;
+  const view& v = *static_cast<const view*>(payload_.get());
+  if (v.grad_fn && v.store->detaches != v.detaches)
+    fail(op, ": trying to use a saved tensor (shape ", shape_string(v.shape),
+         ") that has been detached in place with detach_() after it was saved; use the "
+         "out-of-place detach() instead, which leaves the saved tensor's history alone");
+}
+
 template <int>
 saved_variable::elements saved_variable::peek(const char* op) const {
   check_not_freed(op);
@@ -275,6 +307,7 @@ saved_variable::elements saved_variable::peek(const char* op) const {
   if (kind_of() != kind::input && kind_of() != kind::output) return {};
   const view& v = *static_cast<const view*>(payload_.get());
   check_unchanged(*v.store, v.shape, op);
+  check_not_detached(op);
   return {v.store.get(), &v.shape, v.offset};
 }
 
@@ -312,6 +345,7 @@ impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) const {
   }
   const view& v = *static_cast<const view*>(payload_.get());
   check_unchanged(*v.store, v.shape, op);
+  check_not_detached(op);
   auto t = std::make_shared<tensor_impl>();
   t->store = v.store;
   t->shape = v.shape;

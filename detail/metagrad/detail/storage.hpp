@@ -73,7 +73,8 @@ struct storage {
   std::size_t nbytes = 0;
   mg::dtype dtype = mg::dtype::f32;
   mg::device device = mg::device::cpu;
-  std::uint64_t version = 0;  // See Note [Version counter]
+  std::uint64_t version = 0;   // See Note [Version counter]
+  std::uint32_t detaches = 0;  // detach_() calls on tensors with history (Note [Detached saved...])
   void (*release)(void*) = nullptr;
   // Scalars and tiny tensors live inside the storage object: one allocation instead of two.
   alignas(16) std::byte small[16];

@@ -247,7 +247,7 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
   cur.impl()->grad_fn = si.grad_fn;
   cur.impl()->output_nr = si.output_nr;
   cur.impl()->requires_grad = si.requires_grad;
-  cur.impl()->tangent = si.tangent;  // forward-mode AD: r gets the result's tangent
+  cur.impl()->tangent = tangent_for_write(si);  // forward-mode AD: r gets the result's tangent
   if (record && saves_self) cur = lazy<L>(cur).clone();
   tensor r = compute(cur);
   if (r.shape() != si.shape)
@@ -267,10 +267,8 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
   before_in_place_write(si);  // allow_mutation_on_saved_tensors_guard
   copy_into(si, *r.impl());
   bump_version<L>(si);
-  if (r.impl()->tangent)  // forward-mode AD: the tensor's tangent is the result's
-    set_tangent<L>(self.impl(), tensor(r.impl()->tangent), name, 0);
-  else
-    si.tangent.reset();
+  // forward-mode AD: the tensor's tangent is the result's (Note [Tangents of in-place writes])
+  in_place_tangent<L>(self.impl(), r.impl()->tangent, name);
   if (through_view) {
     // the base's new history joins its old one (outside the view) and r (inside), and the view
     // reads the base's new history
@@ -817,9 +815,11 @@ tensor& tensor::detach_() {
     detail::fail("detach_: the tensor (shape ", detail::shape_string(t.shape),
                  ") is a view of a tensor that requires grad; views cannot be detached in "
                  "place: use detach() instead");
+  if (t.grad_fn) ++t.store->detaches;  // Note [Detached saved inputs] (saved.hpp)
   t.grad_fn.reset();
   t.output_nr = 0;
   t.requires_grad = false;
+  t.tangent.reset();  // as torch's detach_: the tensor leaves forward-mode AD too
   return *this;
 }
 

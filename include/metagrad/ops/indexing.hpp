@@ -143,6 +143,7 @@ struct index_select_op {
   static constexpr bool elementwise = false;
   static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::input_shapes;
+  static constexpr bool saves_indices = true;  // freed with the graph, as torch's saved index
   std::int64_t dim;
   std::vector<std::int64_t> index;
   template <int = 0>  // Note [Lazy members] in tensor_class.hpp
