@@ -165,12 +165,13 @@ class tensor {
   bool is_contiguous() const { return checked("is_contiguous").is_contiguous(); }
   std::uint64_t version() const { return checked("version").store->version; }
 
-  /// Does a gradient flow to this tensor? (A view of a tensor written in place since reads its
-  /// base's new history first, as grad_fn() does.)
+  /// Does a gradient flow to this tensor? (A view of a tensor written in place since it was made
+  /// does when its base does: its history is the base's new one, which grad_fn() and ops read.)
   bool requires_grad() const {
     if (!impl_) return false;
-    if (impl_->is_view) detail::refresh_view(*impl_);
-    return detail::requires_grad(*impl_);
+    const detail::tensor_impl& t = *impl_;
+    return detail::requires_grad(t) || (t.is_view && t.base && t.store->version != t.view_version &&
+                                        detail::requires_grad(*t.base));
   }
   template <int = 0>  // Note [Lazy members]
   tensor& requires_grad_(bool on = true);

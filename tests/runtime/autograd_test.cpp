@@ -407,3 +407,16 @@ TEST(RuntimeGrad, MaterializeGrads) {
       },
       {"materialize_grads", "allow_unused"});
 }
+
+// An integer or bool result carries no gradient (torch: only floating tensors require grad), so
+// a function of x through x.to(mg::i64) does not depend on x.
+TEST(RuntimeGrad, IntegerResultsCarryNoGradient) {
+  tensor x = tensor{1.5, -2.5}.requires_grad_();
+  const tensor i = x.to(mg::i64);
+  EXPECT_FALSE(i.requires_grad());
+  EXPECT_EQ(i.grad_fn(), nullptr);
+  EXPECT_FALSE(i.to(mg::f64).requires_grad());
+  EXPECT_FALSE((x > 0.0).requires_grad());
+  const tensor y = (x * 2.0 + i.to(mg::f64)).sum();
+  EXPECT_EQ(values(mg::autograd::grad({y}, {x})[0]), (std::vector<double>{2, 2}));
+}

@@ -316,7 +316,7 @@ TEST(SavedHooks, PackHookModifyingItsInputIsAnError) {
       },
       [](const tensor& t) { return t; });
   expect_error([&] { (void)mg::exp(a); },
-               {"exp", "pack hook is modifying its input in place", "clone()"});
+               {"exp", "A saved tensor pack hook is modifying its input in place", "clone()"});
 }
 
 // test_disabling_saved_tensor_hooks (second half): entering the disabling guard while hooks are
@@ -342,7 +342,8 @@ TEST(Saved, InputDetachedInPlaceAfterSavingIsAnError) {
   tensor a = mg::tensor(1.0).requires_grad_().clone();
   tensor b = mg::sin(a);
   a.detach_();
-  expect_error([&] { b.backward(); }, {"sin", "detached in place", "detach()"});
+  expect_error([&] { b.backward(); },
+               {"sin", "Trying to use a saved tensor that has been detached", "detach()"});
 
   tensor x = mg::tensor(1.0).requires_grad_();
   tensor c = x.clone();

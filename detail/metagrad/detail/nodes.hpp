@@ -618,7 +618,8 @@ tensor record(const Op& op, tensor out, const bound_numbers<K>& nums, const T&..
       return ((!node_t::is_number(I) && std::get<I>(operands).requires_grad()) || ...);
     }
     (std::make_index_sequence<N>{});
-    if (!grad_mode() || !any) return out;
+    // an integer or bool result (x.to(mg::i64)) carries no gradient, as in torch
+    if (!grad_mode() || !any || !is_floating(out.dtype())) return out;
     auto n = make_node<node_t>(op);
     n->numbers = nums.values;
     n->set_number_dtype(nums.dtype);

@@ -220,7 +220,7 @@ void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version,
     const std::uint64_t version = t->store->version;
     e->packed = (*hooks.stack.back())(is_output ? alias_of(*t) : t);
     if (t->store->version != version)
-      fail(op, ": a saved tensor pack hook is modifying its input in place (a tensor of shape ",
+      fail(op, ": A saved tensor pack hook is modifying its input in place (a tensor of shape ",
            shape_string(t->shape), " went from version ", version, " to ", t->store->version,
            "); the tensor is the one the graph keeps, so a pack hook must not write to it: "
            "return a modified copy (clone() it first) instead");
@@ -291,9 +291,12 @@ void saved_variable::check_not_detached(const char* op) const {
   if (kind_of() != kind::input) return;
   const view& v = *static_cast<const view*>(payload_.get());
   if (v.grad_fn && v.store->detaches != v.detaches)
-    fail(op, ": trying to use a saved tensor (shape ", shape_string(v.shape),
-         ") that has been detached in place with detach_() after it was saved; use the "
-         "out-of-place detach() instead, which leaves the saved tensor's history alone");
+    fail(op,
+         ": Trying to use a saved tensor that has been detached in place (detach_()) since it was "
+         "saved (shape ",
+         shape_string(v.shape),
+         "); use the out-of-place detach() instead, which leaves the saved tensor's history "
+         "alone");
 }
 
 template <int>
