@@ -104,9 +104,10 @@ tensor_list outputs_of(tensor_list ys, const site& s) {
       fail("functional::", s.name, ": f returned an undefined tensor (output ", i,
            "); return tensors computed from f's input");
     if (s.strict && !ys[i].requires_grad())
-      strict_fail(s, "Output ", i, " of the user-provided function (shape ",
+      strict_fail(s, "Output ", i,
+                  " of the user-provided function does not require gradients (its shape is ",
                   shape_string(ys[i].shape()),
-                  ") does not require gradients. In strict mode the outputs must be computed "
+                  "). In strict mode the outputs must be computed "
                   "from the inputs with differentiable ops; compute it without detach() or "
                   "no_grad_guard,",
                   strict_zeros);
@@ -167,12 +168,10 @@ tensor_list fill_zeros(tensor_list gs, const tensor_list& like, const site& s, s
                     ". This is not allowed in strict mode; make f's outputs depend on input ", i,
                     " through differentiable ops,", strict_zeros);
       if (s.strict && st == stage::back_trick)
-        strict_fail(s,
-                    "The gradient with respect to the input is independent of entry ", i,
+        strict_fail(s, "The gradient with respect to the input is independent of entry ", i,
                     " in the grad_outputs when using the double backward trick to compute "
                     "forward mode gradients (output ",
-                    i,
-                    " of f reaches no input). This is not allowed in strict mode; make output ",
+                    i, " of f reaches no input). This is not allowed in strict mode; make output ",
                     i, " depend on the inputs through differentiable ops,", strict_zeros);
       if (s.strict)
         strict_fail(s, "The jacobian of the user-provided function is independent of input ", i,
@@ -266,8 +265,8 @@ tensor_list jacobian_of(const tensor& y, const tensor_list& xs, const site& s,
                     ". This is not allowed in strict mode; make it depend on input ", k,
                     " through differentiable ops,", strict_zeros);
       if (s.strict && s.create_graph && !g[k].requires_grad())
-        strict_fail(s, "The ", derivative, " of the user-provided function is independent of input ",
-                    k, " (", what,
+        strict_fail(s, "The ", derivative,
+                    " of the user-provided function is independent of input ", k, " (", what,
                     " is linear in it). This is not allowed in strict mode when create_graph=True: "
                     "the result cannot be differentiated again; pass .strict = false, or "
                     ".create_graph = false");
@@ -437,11 +436,11 @@ auto jacobian(const F& f, const X& x, const site& s) {
   const tensor_list ys = call<X>(f, xs, s);
   std::vector<tensor_list> j;
   for (std::size_t i = 0; i < ys.size(); ++i)
-    j.push_back(
-        finish(jacobian_of<lazy_v<X>>(
-                   ys[i], xs, s, "Output " + std::to_string(i) + " of the user-provided function",
-                   "jacobian"),
-               s));
+    j.push_back(finish(
+        jacobian_of<lazy_v<X>>(ys[i], xs, s,
+                               "Output " + std::to_string(i) + " of the user-provided function",
+                               "jacobian"),
+        s));
   if constexpr (std::same_as<Y, tensor>) {
     return as<X>(std::move(j[0]));
   } else if constexpr (std::same_as<X, tensor>) {
