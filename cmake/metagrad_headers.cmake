@@ -68,6 +68,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/engine.hpp
   detail/metagrad/detail/forward_ad.hpp
   detail/metagrad/detail/functional.hpp
+  detail/metagrad/detail/gradcheck.hpp
   detail/metagrad/detail/graph.hpp
   detail/metagrad/detail/hooks.hpp
   detail/metagrad/detail/nodes.hpp

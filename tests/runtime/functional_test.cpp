@@ -255,7 +255,8 @@ TEST(FunctionalJvp, OutputsThatDoNotDependOnTheInput) {
             },
             x, v, {.strict = true});
       },
-      {"functional::jvp", "output 1", "strict"});
+      {"functional::jvp", "Output 1 of the user-provided function does not require gradients",
+       "strict"});
 }
 
 // ---- hvp, vhp -----------------------------------------------------------------------------------
@@ -362,7 +363,9 @@ TEST(FunctionalJacobian, UnusedInputsAndStrict) {
   expect_values(j[1], std::vector<double>(6, 0.0), 0, "unused input: zeros");
   EXPECT_EQ(j[1].shape(), (mg::shape_t{2, 3}));
   expect_error([&] { (void)fn::jacobian(f, xs, {.strict = true}); },
-               {"functional::jacobian", "output 0 of f", "input 1", "strict"});
+               {"functional::jacobian",
+                "Output 0 of the user-provided function is independent of "
+                "input 1. This is not allowed in strict mode"});
   expect_error([&] { (void)fn::vjp(f, xs, {random({2})}, {.strict = true}); },
                {"functional::vjp", "input 1", "strict"});
   // an output that does not depend on the inputs at all
@@ -414,6 +417,136 @@ TEST(FunctionalHessian, ListsOfInputs) {
   expect_values(hg[0][1], std::vector<double>(12, 0.0), 0, "unused");
   expect_error([&] { (void)fn::hessian(g, xs, {.strict = true}); },
                {"functional::hessian", "input 1", "strict"});
+}
+
+// ---- strict mode (torch.autograd.functional's checks, step by step) ----------------------------
+
+namespace {
+// f(x) made of x through no differentiable step: a fresh leaf inside f, so the output requires
+// grad but its graph does not reach the input.
+tensor unconnected(const tensor& t) { return t.detach().requires_grad_().clone(); }
+const char* const not_allowed = "This is not allowed in strict mode";
+}  // namespace
+
+TEST(FunctionalStrict, OutputsThatDoNotRequireGrad) {
+  const tensor x = random({4}), v = random({4});
+  const auto detached = [](const tensor& t) { return t.detach(); };
+  const auto compared = [](const tensor& t) { return (t > 0.0).to(mg::f64); };
+  for (const auto& f : {std::function<tensor(const tensor&)>(detached),
+                        std::function<tensor(const tensor&)>(compared)}) {
+    const char* m = "Output 0 of the user-provided function does not require gradients";
+    expect_error([&] { (void)fn::vjp(f, x, v, {.strict = true}); }, {"functional::vjp", m});
+    expect_error([&] { (void)fn::jvp(f, x, v, {.strict = true}); }, {"functional::jvp", m});
+    expect_error([&] { (void)fn::jacobian(f, x, {.strict = true}); },
+                 {"functional::jacobian", m, ".strict = false"});
+    // without strict: zeros
+    expect_values(fn::vjp(f, x, v).result, std::vector<double>(4, 0.0), 0, "vjp zeros");
+    expect_values(fn::jvp(f, x, v).result, std::vector<double>(4, 0.0), 0, "jvp zeros");
+  }
+  const auto sum_detached = [](const tensor& t) { return mg::sum(t.detach()); };
+  expect_error([&] { (void)fn::hessian(sum_detached, x, {.strict = true}); },
+               {"functional::hessian", "Output 0 of the user-provided function"});
+  expect_error([&] { (void)fn::vhp(sum_detached, x, v, {.strict = true}); },
+               {"functional::vhp", "does not require gradients"});
+}
+
+TEST(FunctionalStrict, OutputIndependentOfTheInput) {
+  const tensor x = random({4}), v = random({4});
+  expect_error(
+      [&] { (void)fn::vjp(unconnected, x, v, {.strict = true}); },
+      {"functional::vjp", "The output of the user-provided function is independent of input 0",
+       not_allowed, ".strict = false"});
+  expect_error([&] { (void)fn::jvp(unconnected, x, v, {.strict = true}); },
+               {"functional::jvp",
+                "The output of the user-provided function is independent of input 0", not_allowed});
+  expect_error([&] { (void)fn::jacobian(unconnected, x, {.strict = true}); },
+               {"functional::jacobian",
+                "Output 0 of the user-provided function is independent of input 0", not_allowed});
+  // without strict: zeros, in the structure of x (vjp) and of f(x) (jvp, jacobian)
+  auto [y, g] = fn::vjp(unconnected, x, v);
+  expect_values(g, std::vector<double>(4, 0.0), 0, "vjp zeros");
+  expect_values(fn::jvp(unconnected, x, v).result, std::vector<double>(4, 0.0), 0, "jvp zeros");
+  const tensor j = fn::jacobian(unconnected, x);
+  EXPECT_EQ(j.shape(), (mg::shape_t{4, 4}));
+  expect_values(j, std::vector<double>(16, 0.0), 0, "jacobian zeros");
+  // jvp: an output that requires grad but reaches no input (entry 1 of the double-backward trick)
+  const auto two = [](const tensor& t) { return tensor_list{t * 2.0, unconnected(t)}; };
+  expect_error([&] { (void)fn::jvp(two, x, v, {.strict = true}); },
+               {"functional::jvp", "independent of entry 1 in the grad_outputs", not_allowed});
+  const tensor_list t = fn::jvp(two, x, v).result;
+  expect_values(t[0], values(v * 2.0), 1e-15, "2 v");
+  expect_values(t[1], std::vector<double>(4, 0.0), 0, "zeros");
+  // second derivatives: the gradient is undefined (vhp, hvp) or constant (hessian)
+  const auto sum_unconnected = [](const tensor& s) { return mg::sum(unconnected(s)); };
+  for (const char* name : {"vhp", "hvp"})
+    expect_error(
+        [&] {
+          if (name[0] == 'v')
+            (void)fn::vhp(sum_unconnected, x, v, {.strict = true});
+          else
+            (void)fn::hvp(sum_unconnected, x, v, {.strict = true});
+        },
+        {"The output of the user-provided function is independent of input 0", not_allowed});
+  expect_error([&] { (void)fn::hessian(sum_unconnected, x, {.strict = true}); },
+               {"functional::hessian",
+                "While computing the hessian, found that the jacobian of "
+                "the user-provided function with respect to input 0 is "
+                "independent of the input"});
+  expect_values(fn::hessian(sum_unconnected, x), std::vector<double>(16, 0.0), 0, "zero H");
+}
+
+TEST(FunctionalStrict, LinearFunctionsWithCreateGraph) {
+  const tensor x = random({3}).requires_grad_(), v = random({3});
+  const auto twice = [](const tensor& t) { return t * 2.0; };
+  const char* m =
+      "The jacobian of the user-provided function is independent of input 0. This is not "
+      "allowed in strict mode when create_graph=True";
+  expect_error([&] { (void)fn::vjp(twice, x, v, {.create_graph = true, .strict = true}); },
+               {"functional::vjp", m, ".strict = false"});
+  expect_error([&] { (void)fn::jvp(twice, x, v, {.create_graph = true, .strict = true}); },
+               {"functional::jvp", m});
+  expect_error([&] { (void)fn::jacobian(twice, x, {.create_graph = true, .strict = true}); },
+               {"functional::jacobian",
+                "The jacobian of the user-provided function is independent of input 0",
+                "create_graph=True"});
+  // strict without create_graph, or create_graph without strict: the results
+  expect_values(fn::vjp(twice, x, v, {.strict = true}).result, values(v * 2.0), 1e-15, "2 v");
+  expect_values(fn::vjp(twice, x, v, {.create_graph = true}).result, values(v * 2.0), 1e-15, "2 v");
+  expect_values(fn::jvp(twice, x, v, {.create_graph = true}).result, values(v * 2.0), 1e-15, "2 v");
+  expect_values(fn::jacobian(twice, x, {.create_graph = true}),
+                {2.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 2.0}, 0, "2 I");
+  // a nonlinear f passes: its derivatives depend on x
+  EXPECT_TRUE(
+      fn::vjp([](const tensor& t) { return t * t; }, x, v, {.create_graph = true, .strict = true})
+          .result.requires_grad());
+  // second derivatives: a linear f has a constant gradient, a quadratic f a constant Hessian
+  const auto linear = [](const tensor& t) { return mg::sum(t * 3.0); };
+  const auto square = [](const tensor& t) { return mg::sum(t * t); };
+  for (const char* name : {"hessian", "vhp", "hvp"})
+    expect_error(
+        [&] {
+          if (name[0] == 'h' && name[1] == 'e')
+            (void)fn::hessian(linear, x, {.strict = true});
+          else if (name[0] == 'v')
+            (void)fn::vhp(linear, x, v, {.strict = true});
+          else
+            (void)fn::hvp(linear, x, v, {.strict = true});
+        },
+        {"found that the jacobian of the user-provided function with respect to input 0 is "
+         "independent of the input",
+         not_allowed});
+  expect_error([&] { (void)fn::hvp(square, x, v, {.create_graph = true, .strict = true}); },
+               {"functional::hvp",
+                "The hessian of the user-provided function is independent of input 0. This is "
+                "not allowed in strict mode when create_graph=True"});
+  expect_error(
+      [&] { (void)fn::hessian(square, x, {.create_graph = true, .strict = true}); },
+      {"functional::hessian", "The hessian of the user-provided function is independent of input 0",
+       "create_graph=True"});
+  expect_values(fn::hvp(square, x, v, {.strict = true}).result, values(v * 2.0), 1e-15, "2 v");
+  EXPECT_TRUE(fn::hvp([](const tensor& t) { return mg::sum(t * t * t); }, x, v,
+                      {.create_graph = true, .strict = true})
+                  .result.requires_grad());
 }
 
 // ---- create_graph -------------------------------------------------------------------------------
@@ -540,7 +673,8 @@ TEST(FunctionalErrors, ShapesCountsAndOutputs) {
   // strict: an output that does not depend on the input
   expect_error(
       [&] { (void)fn::vjp([](const tensor&) { return tensor(1.0); }, x, {}, {.strict = true}); },
-      {"functional::vjp", "output 0", "strict"});
+      {"functional::vjp", "Output 0 of the user-provided function does not require gradients",
+       "strict"});
   auto [c, zero] = fn::vjp([](const tensor&) { return tensor(1.0); }, x);
   expect_values(zero, std::vector<double>(6, 0.0), 0, "constant f: zeros");
 }

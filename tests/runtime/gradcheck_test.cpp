@@ -1,7 +1,11 @@
 // mg::autograd::gradcheck and gradgradcheck: correct functions pass, wrong backwards fail with a
 // message naming the entry and both values, the options change the outcome.
 #include <cmath>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -104,6 +108,89 @@ struct drifting_square {
     return {g[0] * 2.0 * x + 1e-9 * calls};
   }
 };
+
+// x * x whose backward multiplies the gradient by 2 x (1 + 1e-9 calls): two backward passes on
+// one graph differ by about 1e-9 relative, and a zero gradient still gives zero.
+struct nondeterministic_square {
+  static constexpr const char* name = "nondeterministic_square";
+  static inline int calls = 0;
+  static tensor forward(mg::context& ctx, const tensor& x) {
+    ctx.save_for_backward(x);
+    return x * x;
+  }
+  static tensor_list backward(mg::context& ctx, const tensor_list& g) {
+    auto [x] = ctx.saved_tensors<1>();
+    ++calls;
+    return {g[0] * 2.0 * x * (1.0 + 1e-9 * calls)};
+  }
+};
+
+// x * x that asks for undefined gradients (set_materialize_grads(false)); `checked` handles them.
+template <bool checked>
+struct unmaterialized_square {
+  static constexpr const char* name = "unmaterialized_square";
+  static tensor forward(mg::context& ctx, const tensor& x) {
+    ctx.save_for_backward(x);
+    ctx.set_materialize_grads(false);
+    return x * x;
+  }
+  static tensor_list backward(mg::context& ctx, const tensor_list& g) {
+    auto [x] = ctx.saved_tensors<1>();
+    if (checked && !g[0].defined()) return {tensor{}};
+    return {g[0] * 2.0 * x};
+  }
+};
+
+// x * x whose gradient has a constant 1e-7 added: within the Jacobian's tolerances, but not zero
+// for a zero incoming gradient.
+struct offset_square {
+  static constexpr const char* name = "offset_square";
+  static tensor forward(mg::context& ctx, const tensor& x) {
+    ctx.save_for_backward(x);
+    return x * x;
+  }
+  static tensor_list backward(mg::context& ctx, const tensor_list& g) {
+    auto [x] = ctx.saved_tensors<1>();
+    return {g[0] * 2.0 * x + 1e-7};
+  }
+};
+
+// x * x with a right backward and a jvp that says 3 x t instead of 2 x t.
+struct wrong_jvp_square {
+  static constexpr const char* name = "wrong_jvp_square";
+  static tensor forward(mg::context& ctx, const tensor& x) {
+    ctx.save_for_backward(x);
+    ctx.save_for_forward(x);
+    return x * x;
+  }
+  static tensor_list backward(mg::context& ctx, const tensor_list& g) {
+    auto [x] = ctx.saved_tensors<1>();
+    return {g[0] * 2.0 * x};
+  }
+  static tensor jvp(mg::context& ctx, const tensor_list& t) {
+    auto [x] = ctx.saved_for_forward<1>();
+    return t[0] * 3.0 * x;
+  }
+};
+
+// std::cerr's text while it lives.
+class capture_cerr {
+ public:
+  capture_cerr() : old_(std::cerr.rdbuf(buffer_.rdbuf())) {}
+  capture_cerr(const capture_cerr&) = delete;
+  capture_cerr& operator=(const capture_cerr&) = delete;
+  ~capture_cerr() { std::cerr.rdbuf(old_); }
+  std::string text() const { return buffer_.str(); }
+
+ private:
+  std::ostringstream buffer_;
+  std::streambuf* old_;
+};
+
+std::vector<double> elements(const tensor& t) {
+  const auto a = t.to_xtensor<double>();
+  return {a.begin(), a.end()};
+}
 
 }  // namespace
 
@@ -215,17 +302,6 @@ TEST(Gradcheck, OutputsWithoutGrad) {
 
 TEST(Gradcheck, InputErrors) {
   tensor x = random_leaf({2});
-  tensor f = mg::randn({2}, {.requires_grad = true});  // f32
-  expect_error(
-      [&] {
-        gradcheck([](const tensor_list& in) { return in[0] * in[1]; }, {x, f});
-      },
-      {"gradcheck", "input 1", "f32", "convert it with .to(mg::f64)"});
-  expect_error(
-      [&] {
-        gradgradcheck([](const tensor_list& in) { return in[0] * in[1]; }, {x, f});
-      },
-      {"gradgradcheck", "input 1", "f32", "convert it with .to(mg::f64)"});
   // misuse throws even with .raise_exception = false
   expect_error(
       [&] {
@@ -240,6 +316,162 @@ TEST(Gradcheck, NonReentrantBackwardFails) {
   auto fn = [](const tensor_list& in) { return mg::apply<drifting_square>(in[0]); };
   expect_error([&] { gradcheck(fn, {x}); }, {"gradcheck", "backward is not reentrant", "input 0"});
   EXPECT_FALSE(gradcheck(fn, {x}, {.raise_exception = false}));
+}
+
+TEST(Gradcheck, ZeroStrideInputsAreRefused) {
+  // an expanded tensor: its 3 elements are one in memory
+  const tensor e = mg::ones({1}, {.dtype = mg::f64, .requires_grad = true}).expand({3});
+  ASSERT_EQ(e.strides(), (mg::shape_t{0}));
+  auto twice = [](const tensor_list& in) { return in[0] * 2.0; };
+  // a misuse: thrown even with .raise_exception = false
+  expect_error([&] { gradcheck(twice, {e}, {.raise_exception = false}); },
+               {"gradcheck: input 0 (shape [3], strides [0]) has a dimension with stride 0",
+                "pass input.contiguous()"});
+  // a leaf with a zero stride, as the second input; gradgradcheck too
+  const tensor leaf = mg::ones({1, 2}, {.dtype = mg::f64}).expand({2, 2}).requires_grad_();
+  expect_error(
+      [&] {
+        gradcheck(twice, {random_leaf({2}), leaf});
+      },
+      {"input 1", "strides [0,1]", "stride 0"});
+  expect_error([&] { gradgradcheck(twice, {leaf}); }, {"gradgradcheck: input 0", "stride 0"});
+  // a dimension of size 1 with stride 0 overlaps nothing; contiguous() is the fix
+  EXPECT_TRUE(
+      gradcheck(twice, {mg::ones({1}, {.dtype = mg::f64}).expand({1, 1}).requires_grad_()}));
+  EXPECT_TRUE(gradcheck(twice, {e.contiguous()}));
+}
+
+TEST(Gradcheck, PerturbsTheInputsInPlace) {
+  tensor x = tensor{0.5, -1.5, 2.0}.requires_grad_();
+  const std::vector<double> x0 = elements(x);
+  const auto version = x.version();
+  // fn reads x through its capture as well as through its argument: d(x * x)/dx = 2 x
+  auto captured = [&](const tensor_list& in) { return in[0] * x; };
+  EXPECT_TRUE(gradcheck(captured, {x}));
+  // what fn saw: the captured x moved with the perturbed element
+  std::vector<double> seen;
+  gradcheck(
+      [&](const tensor_list& in) {
+        seen.push_back(x.to_xtensor<double>()(1));
+        return in[0] * 1.0;
+      },
+      {x}, {.eps = 0.25, .check_undefined_grad = false});
+  // the first call (analytical), then element 0 up and down, element 1 up and down, element 2
+  ASSERT_EQ(seen.size(), 7u);
+  EXPECT_EQ(seen[3], -1.25);
+  EXPECT_EQ(seen[4], -1.75);
+  EXPECT_EQ(seen[5], -1.5);
+  // restored exactly, the version counter untouched, x still a leaf that requires grad
+  EXPECT_EQ(elements(x), x0);
+  EXPECT_EQ(x.version(), version);
+  EXPECT_TRUE(x.is_leaf() && x.requires_grad());
+  // restored when fn throws in the middle of a perturbation
+  int calls = 0;
+  auto throws = [&](const tensor_list& in) {
+    if (++calls == 3) throw std::runtime_error("fn failed");
+    return in[0] * 2.0;
+  };
+  EXPECT_THROW(gradcheck(throws, {x}), std::runtime_error);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(elements(x), x0);
+  // a non-contiguous leaf (a transposed view) is perturbed element by element through its strides
+  const tensor xt = tensor{{1.0, 2.0}, {3.0, 4.0}}.t().requires_grad_();
+  ASSERT_FALSE(xt.is_contiguous());
+  EXPECT_TRUE(gradcheck([](const tensor_list& in) { return mg::matmul(in[0], in[0]); }, {xt}));
+  EXPECT_EQ(elements(xt), (std::vector<double>{1.0, 3.0, 2.0, 4.0}));
+}
+
+TEST(Gradcheck, Float32InputsWarnAndAreChecked) {
+  tensor x = tensor{0.5f, 1.5f}.requires_grad_();
+  ASSERT_EQ(x.dtype(), mg::f32);
+  {
+    capture_cerr cerr;
+    // eps = 2^-10 keeps (x +- eps)^2 exact in float32: the differences are 2 x exactly
+    EXPECT_TRUE(gradcheck([](const tensor_list& in) { return in[0] + in[1] * in[1]; },
+                          {random_leaf({2}), x}, {.eps = 1.0 / 1024}));
+    EXPECT_EQ(cerr.text(),
+              "metagrad: gradcheck: input 1 is float32; the check is imprecise in single "
+              "precision (finite differences lose digits), prefer float64\n");
+  }
+  {
+    capture_cerr cerr;
+    // a float32 input is checked: a wrong gradient fails
+    EXPECT_FALSE(gradcheck([](const tensor_list& in) { return in[0] * in[0].detach(); }, {x},
+                           {.eps = 1.0 / 1024, .raise_exception = false}));
+    EXPECT_TRUE(gradgradcheck([](const tensor_list& in) { return in[0] * in[0] * in[0]; }, {x},
+                              {.eps = 1.0 / 1024, .atol = 1e-3}));
+    EXPECT_NE(cerr.text().find("metagrad: gradgradcheck: input 0 is float32"), std::string::npos);
+  }
+}
+
+TEST(Gradcheck, NondeterminismTolerance) {
+  tensor x = tensor{0.5, -1.5, 2.0}.requires_grad_();
+  auto fn = [](const tensor_list& in) { return mg::apply<nondeterministic_square>(in[0]); };
+  // the two passes differ by 2 |x| 1e-9 (up to 4e-9)
+  expect_error([&] { gradcheck(fn, {x}); },
+               {"backward is not reentrant", "nondet_tol = 0", ".nondet_tol"});
+  EXPECT_FALSE(gradcheck(fn, {x}, {.raise_exception = false, .nondet_tol = 1e-12}));
+  EXPECT_TRUE(gradcheck(fn, {x}, {.nondet_tol = 1e-6}));
+}
+
+TEST(Gradcheck, UndefinedOutputGradients) {
+  tensor x = tensor{0.5, -1.5}.requires_grad_();
+  auto unchecked = [](const tensor_list& in) {
+    return mg::apply<unmaterialized_square<false>>(in[0]);
+  };
+  // its Jacobian is right, but its backward multiplies an undefined gradient
+  expect_error([&] { gradcheck(unchecked, {x}); },
+               {"gradcheck: backward failed with all output gradients undefined",
+                "must check g[k].defined()", "operand is an undefined tensor"});
+  EXPECT_FALSE(gradcheck(unchecked, {x}, {.raise_exception = false}));
+  EXPECT_TRUE(gradcheck(unchecked, {x}, {.check_undefined_grad = false}));
+  EXPECT_TRUE(gradcheck(
+      [](const tensor_list& in) { return mg::apply<unmaterialized_square<true>>(in[0]); }, {x}));
+  // a gradient that is not zero for a zero incoming gradient
+  auto offset = [](const tensor_list& in) { return mg::apply<offset_square>(in[0]); };
+  expect_error([&] { gradcheck(offset, {x}); },
+               {"with all output gradients undefined", "input 0 is not zero (1e-07)",
+                ".check_undefined_grad = false"});
+  EXPECT_TRUE(gradcheck(offset, {x}, {.check_undefined_grad = false}));
+  // several outputs: each one's gradient undefined in turn
+  auto two = [](const tensor_list& in) -> tensor_list {
+    return {in[0] * 3.0, mg::apply<offset_square>(in[0])};
+  };
+  const std::string msg = error_of([&] { gradcheck(two, {x}); });
+  EXPECT_NE(msg.find("with all output gradients undefined"), std::string::npos) << msg;
+
+  // gradgradcheck: built-in ops handle undefined gradients in double backward
+  EXPECT_TRUE(gradgradcheck([](const tensor_list& in) { return mg::sin(in[0]) * in[0]; }, {x},
+                            {.check_undefined_grad = true}));
+}
+
+TEST(Gradcheck, ForwardModeJacobian) {
+  mg::manual_seed(8);
+  tensor x = random_leaf({3}), y = random_leaf({3});
+  auto fn = [](const tensor_list& in) -> tensor_list {
+    return {mg::sin(in[0]) * in[1], mg::sum(mg::exp(in[0] * in[1]))};
+  };
+  EXPECT_TRUE(gradcheck(fn, {x, y}, {.check_forward_ad = true}));
+  EXPECT_TRUE(gradcheck([](const tensor_list& in) { return in[0] * in[0]; }, {x, x},
+                        {.check_forward_ad = true}));
+  // a wrong jvp: the backward check passes, the forward-mode one fails at d(x^2)/dx = 1
+  tensor h = tensor{0.5, 2.0}.requires_grad_();
+  auto wrong = [](const tensor_list& in) { return mg::apply<wrong_jvp_square>(in[0]); };
+  EXPECT_TRUE(gradcheck(wrong, {h}));
+  const std::string msg = error_of([&] { gradcheck(wrong, {h}, {.check_forward_ad = true}); });
+  for (const char* part : {"gradcheck: forward-mode Jacobian mismatch for output 0 with respect to "
+                           "input 0 at input element 0 (index [0])",
+                           "the jvp of an operation"})
+    EXPECT_NE(msg.find(part), std::string::npos) << "'" << part << "' not in: " << msg;
+  EXPECT_NEAR(number_after(msg, "numerical "), 1.0, 1e-6) << msg;
+  EXPECT_NEAR(number_after(msg, "vs forward-mode "), 1.5, 1e-12) << msg;
+  EXPECT_FALSE(gradcheck(wrong, {h}, {.raise_exception = false, .check_forward_ad = true}));
+  // forward-over-reverse is not available: gradgradcheck says so
+  expect_error(
+      [&] {
+        gradgradcheck(fn, {x, y}, {.check_forward_ad = true});
+      },
+      {"gradgradcheck", ".check_forward_ad", "leave it false"});
 }
 
 TEST(Gradcheck, Tolerances) {

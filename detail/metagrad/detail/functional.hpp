@@ -82,8 +82,21 @@ tensor_list prepare(const tensor_list& xs, const site& s, bool need_graph, const
   return out;
 }
 
-// f's outputs as a list; undefined outputs are an error, and so is one that does not depend
-// on the inputs in strict mode.
+// Note [Strict mode]: strict turns every way an input can fail to matter into an error, at the
+// step where torch.autograd.functional finds it, with its sentences: an output of f that does not
+// require grad; a gradient that comes back undefined (the output requires grad but its graph
+// does not reach the input, e.g. through a leaf made inside f); under create_graph, a result that
+// does not require grad (f is linear in the input, so the result cannot be differentiated
+// again); for second derivatives, a gradient that does not depend on the inputs.
+template <class... Ts>
+[[noreturn]] void strict_fail(const site& s, const Ts&... finding) {
+  fail("functional::", s.name, ": ", finding...);
+}
+
+inline constexpr const char* strict_zeros = " or pass .strict = false to get zeros";
+
+// f's outputs as a list; undefined outputs are an error, and so is one that does not require
+// grad in strict mode.
 template <int = 0>
 tensor_list outputs_of(tensor_list ys, const site& s) {
   for (std::size_t i = 0; i < ys.size(); ++i) {
@@ -91,9 +104,13 @@ tensor_list outputs_of(tensor_list ys, const site& s) {
       fail("functional::", s.name, ": f returned an undefined tensor (output ", i,
            "); return tensors computed from f's input");
     if (s.strict && !ys[i].requires_grad())
-      fail("functional::", s.name, ": output ", i, " of f (shape ", shape_string(ys[i].shape()),
-           ") does not depend on the inputs (strict mode); compute it from the inputs with "
-           "differentiable ops, or pass .strict = false to get zeros");
+      strict_fail(s, "Output ", i,
+                  " of the user-provided function does not require gradients (its shape is ",
+                  shape_string(ys[i].shape()),
+                  "). In strict mode the outputs must be computed "
+                  "from the inputs with differentiable ops; compute it without detach() or "
+                  "no_grad_guard,",
+                  strict_zeros);
   }
   return ys;
 }
@@ -135,19 +152,75 @@ tensor_list gradients(const tensor_list& ys, const tensor_list& xs, const tensor
                                 .allow_unused = true});
 }
 
-// Undefined gradients become zeros of `like`'s tensors; in strict mode an error that reads
-// `before` i `after` ("f's outputs do not depend on input " 1 "").
+// Which gradient call a result comes from (for the messages of strict mode): the backward from
+// f's outputs (vjp), the second backward of the double-backward trick (jvp), the backward of
+// f's gradient (hvp, vhp).
+enum class stage { back, back_trick, double_back };
+
+// An undefined gradient i: zeros of like[i], or in strict mode an error; in strict mode with
+// create_graph, a result that does not require grad is an error too (Note [Strict mode]).
 template <int = 0>
-tensor_list fill_zeros(tensor_list gs, const tensor_list& like, const site& s, const char* before,
-                       const char* after = "") {
+tensor_list fill_zeros(tensor_list gs, const tensor_list& like, const site& s, stage st) {
   for (std::size_t i = 0; i < gs.size(); ++i) {
-    if (gs[i].defined()) continue;
-    if (s.strict)
-      fail("functional::", s.name, ": ", before, i, after,
-           " (strict mode); make f depend on it or pass .strict = false to get zeros");
-    gs[i] = zeros_like(like[i]);
+    if (!gs[i].defined()) {
+      if (s.strict && st == stage::back)
+        strict_fail(s, "The output of the user-provided function is independent of input ", i,
+                    ". This is not allowed in strict mode; make f's outputs depend on input ", i,
+                    " through differentiable ops,", strict_zeros);
+      if (s.strict && st == stage::back_trick)
+        strict_fail(s, "The gradient with respect to the input is independent of entry ", i,
+                    " in the grad_outputs when using the double backward trick to compute "
+                    "forward mode gradients (output ",
+                    i, " of f reaches no input). This is not allowed in strict mode; make output ",
+                    i, " depend on the inputs through differentiable ops,", strict_zeros);
+      if (s.strict)
+        strict_fail(s, "The jacobian of the user-provided function is independent of input ", i,
+                    " (the Hessian has no entry for it). This is not allowed in strict mode; "
+                    "make f's gradient depend on input ",
+                    i, ",", strict_zeros);
+      gs[i] = zeros_like(like[i]);
+    } else if (s.strict && s.create_graph && !gs[i].requires_grad()) {
+      strict_fail(s, "The ", st == stage::double_back ? "hessian" : "jacobian",
+                  " of the user-provided function is independent of input ", i,
+                  ". This is not allowed in strict mode when create_graph=True: the result "
+                  "does not depend on the inputs, so it cannot be differentiated again (",
+                  st == stage::double_back ? "f's gradient" : "f", " is linear in input ", i,
+                  "); pass .strict = false, or .create_graph = false");
+    }
   }
   return gs;
+}
+
+// Whose first derivatives are differentiated again: jvp's J^T u, or f's gradient for hvp and vhp,
+// or for hessian (which, as torch's, reports an undefined gradient as a constant one).
+enum class first { jvp, hvp, hessian };
+
+// In strict mode, the first derivatives that jvp, hvp, vhp and hessian differentiate again must
+// exist and depend on the inputs (Note [Strict mode]).
+template <int = 0>
+void check_first_derivatives(const tensor_list& gs, const site& s, first of) {
+  if (!s.strict) return;
+  const bool second = of != first::jvp;
+  for (std::size_t i = 0; i < gs.size(); ++i) {
+    if (!gs[i].defined() && of != first::hessian)
+      strict_fail(s, "The output of the user-provided function is independent of input ", i,
+                  ". This is not allowed in strict mode; make f depend on input ", i,
+                  " through differentiable ops,", strict_zeros);
+    if (gs[i].defined() && gs[i].requires_grad()) continue;
+    if (second)
+      strict_fail(s,
+                  "While computing the hessian, found that the jacobian of the user-provided "
+                  "function with respect to input ",
+                  i,
+                  " is independent of the input. This is not allowed in strict mode; f must be "
+                  "twice differentiable with a gradient that depends on the inputs (a linear f "
+                  "has a zero Hessian),",
+                  strict_zeros);
+    strict_fail(s, "The gradient with respect to input ", i,
+                " is independent of the inputs of the user-provided function. This is not "
+                "allowed in strict mode; make f depend on input ",
+                i, " through differentiable ops,", strict_zeros);
+  }
 }
 
 // Without create_graph the results are plain tensors (torch's _grad_postprocess).
@@ -177,22 +250,26 @@ tensor one_hot(const tensor& y, std::int64_t e) {
 
 // The Jacobian of one tensor y with respect to each of xs, of shapes y.shape ++ x.shape: one
 // backward per element of y, along a one-hot gradient, the graph kept between them. `what`
-// names y in messages ("output 0 of f").
+// names y in messages ("Output 0 of the user-provided function"); `derivative` names what the
+// Jacobian is ("jacobian", or "hessian" when y is f's gradient).
 template <int I>
 tensor_list jacobian_of(const tensor& y, const tensor_list& xs, const site& s,
-                        const std::string& what) {
+                        const std::string& what, const char* derivative) {
   const std::int64_t n = y.numel();
   std::vector<tensor_list> rows(xs.size());
   for (std::int64_t e = 0; e < n; ++e) {
     const tensor_list g = gradients<I>({y}, xs, {one_hot<I>(y, e)}, s.create_graph, true);
     for (std::size_t k = 0; k < xs.size(); ++k) {
       if (s.strict && !g[k].defined())
-        fail("functional::", s.name, ": ", what, " does not depend on input ", k,
-             " (strict mode); make f depend on it or pass .strict = false to get zeros");
+        strict_fail(s, what, " is independent of input ", k,
+                    ". This is not allowed in strict mode; make it depend on input ", k,
+                    " through differentiable ops,", strict_zeros);
       if (s.strict && s.create_graph && !g[k].requires_grad())
-        fail("functional::", s.name, ": the derivative of ", what, " with respect to input ", k,
-             " does not depend on the inputs, so it cannot be differentiated again (strict mode "
-             "with create_graph); pass .strict = false to allow it");
+        strict_fail(s, "The ", derivative,
+                    " of the user-provided function is independent of input ", k, " (", what,
+                    " is linear in it). This is not allowed in strict mode when create_graph=True: "
+                    "the result cannot be differentiated again; pass .strict = false, or "
+                    ".create_graph = false");
       rows[k].push_back(g[k].defined() ? g[k] : zeros_like(xs[k]));
     }
   }
@@ -293,7 +370,7 @@ output_and_result<Y, X> vjp(const F& f, const X& x, const Y& v, const site& s) {
   const tensor_list ys = call<X>(f, xs, s);
   const tensor_list vs = prepare_v(v, ys, s, "output", "output of f");
   tensor_list r = gradients<lazy_v<X>>(ys, xs, vs, s.create_graph, s.create_graph);
-  r = fill_zeros(std::move(r), xs, s, "f's outputs do not depend on input ");
+  r = fill_zeros(std::move(r), xs, s, stage::back);
   return {as<Y>(finish(ys, s)), as<X>(finish(std::move(r), s))};
 }
 
@@ -316,15 +393,11 @@ output_and_result<Y, Y> jvp(const F& f, const X& x, const X& v, const site& s) {
   tensor_list r(ys.size());
   if (!us.empty()) {
     const tensor_list jtu = gradients<lazy_v<X>>(live, xs, us, true, true);  // J^T u, linear in u
-    if (s.strict)
-      for (std::size_t k = 0; k < jtu.size(); ++k)
-        if (!jtu[k].defined() || !jtu[k].requires_grad())
-          fail("functional::", s.name, ": f's outputs do not depend on input ", k,
-               " (strict mode); make f depend on it or pass .strict = false to get zeros");
+    check_first_derivatives(jtu, s, first::jvp);
     const tensor_list jv = gradients<lazy_v<X>>(jtu, us, vs, s.create_graph, s.create_graph);
     for (std::size_t j = 0; j < where.size(); ++j) r[where[j]] = jv[j];
   }
-  r = fill_zeros(std::move(r), ys, s, "output ", " of f does not depend on the inputs");
+  r = fill_zeros(std::move(r), ys, s, stage::back_trick);
   return {as<Y>(finish(ys, s)), as<Y>(finish(std::move(r), s))};
 }
 
@@ -348,14 +421,9 @@ output_and_result<tensor, X> hvp(const F& f, const X& x, const X& v, const site&
   const tensor_list ys = call<X>(f, xs, s);
   const tensor& y = scalar_output(ys, s);
   tensor_list g = gradients<lazy_v<X>>({y}, xs, {}, true, true);
-  if (s.strict)
-    for (std::size_t k = 0; k < g.size(); ++k)
-      if (!g[k].defined() || !g[k].requires_grad())
-        fail("functional::", s.name, ": the gradient of f with respect to input ", k,
-             " does not depend on the inputs, so its Hessian is zero (strict mode); pass "
-             ".strict = false to get zeros");
+  check_first_derivatives(g, s, first::hvp);
   tensor_list r = gradients<lazy_v<X>>(g, xs, vs, s.create_graph, s.create_graph);
-  r = fill_zeros(std::move(r), xs, s, "the gradient of f does not depend on input ");
+  r = fill_zeros(std::move(r), xs, s, stage::double_back);
   return {as<tensor>(finish(ys, s)), as<X>(finish(std::move(r), s))};
 }
 
@@ -368,8 +436,11 @@ auto jacobian(const F& f, const X& x, const site& s) {
   const tensor_list ys = call<X>(f, xs, s);
   std::vector<tensor_list> j;
   for (std::size_t i = 0; i < ys.size(); ++i)
-    j.push_back(
-        finish(jacobian_of<lazy_v<X>>(ys[i], xs, s, "output " + std::to_string(i) + " of f"), s));
+    j.push_back(finish(
+        jacobian_of<lazy_v<X>>(ys[i], xs, s,
+                               "Output " + std::to_string(i) + " of the user-provided function",
+                               "jacobian"),
+        s));
   if constexpr (std::same_as<Y, tensor>) {
     return as<X>(std::move(j[0]));
   } else if constexpr (std::same_as<X, tensor>) {
@@ -390,15 +461,13 @@ auto hessian(const F& f, const X& x, const site& s) {
   const tensor_list ys = call<X>(f, xs, s);
   const tensor& y = scalar_output(ys, s);
   const tensor_list g = gradients<lazy_v<X>>({y}, xs, {}, true, true);
+  check_first_derivatives(g, s, first::hessian);
   std::vector<tensor_list> h;
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    const std::string what = "the gradient of f with respect to input " + std::to_string(i);
-    if (s.strict && !g[i].defined())
-      fail("functional::", s.name, ": f does not depend on input ", i,
-           " (strict mode); make f depend on it or pass .strict = false to get zeros");
+    const std::string what = "The gradient of f with respect to input " + std::to_string(i);
     tensor_list row;
     if (g[i].defined()) {
-      row = jacobian_of<lazy_v<X>>(g[i], xs, s, what);
+      row = jacobian_of<lazy_v<X>>(g[i], xs, s, what, "hessian");
     } else {
       for (const auto& xj : xs)
         row.push_back(zeros(concat(xs[i].shape(), xj.shape()),
