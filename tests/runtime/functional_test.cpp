@@ -432,8 +432,10 @@ TEST(FunctionalStrict, OutputsThatDoNotRequireGrad) {
   const tensor x = random({4}), v = random({4});
   const auto detached = [](const tensor& t) { return t.detach(); };
   const auto compared = [](const tensor& t) { return (t > 0.0).to(mg::f64); };
+  const auto truncated = [](const tensor& t) { return t.to(mg::i64).to(mg::f64); };
   for (const auto& f : {std::function<tensor(const tensor&)>(detached),
-                        std::function<tensor(const tensor&)>(compared)}) {
+                        std::function<tensor(const tensor&)>(compared),
+                        std::function<tensor(const tensor&)>(truncated)}) {
     const char* m = "Output 0 of the user-provided function does not require gradients";
     expect_error([&] { (void)fn::vjp(f, x, v, {.strict = true}); }, {"functional::vjp", m});
     expect_error([&] { (void)fn::jvp(f, x, v, {.strict = true}); }, {"functional::jvp", m});
