@@ -260,3 +260,24 @@ TEST(SplitGradients, TangentsFollowTheViews) {
   EXPECT_EQ(mg_test::values(mg::forward_ad::unpack_dual(cols[1]).tangent),
             (std::vector<double>{8.0, 35.0}));
 }
+
+TEST(SplitGradients, GradcheckOfEveryOutput) {
+  using mg::tensor_list;
+  mg::manual_seed(5);
+  const tensor x = mg::randn({3, 4}, {.dtype = mg::f64, .requires_grad = true});
+  EXPECT_TRUE(
+      mg::autograd::gradcheck([](const tensor_list& in) { return mg::unbind(in[0], 1); }, {x}));
+  EXPECT_TRUE(mg::autograd::gradgradcheck(
+      [](const tensor_list& in) {
+        tensor_list out;
+        for (const tensor& c : mg::chunk(in[0], 2)) out.push_back(mg::sin(c) * c);
+        return out;
+      },
+      {x}));
+  EXPECT_TRUE(mg::autograd::gradgradcheck(
+      [](const tensor_list& in) {
+        const auto s = mg::split(in[0], {1, 3}, 1);
+        return tensor_list{mg::exp(s[1]), s[0] * s[0]};
+      },
+      {x}));
+}
