@@ -25,6 +25,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/ops/nn.hpp
   include/metagrad/ops/reductions.hpp
   include/metagrad/ops/shape.hpp
+  include/metagrad/ops/split.hpp
   include/metagrad/profiler.hpp
   include/metagrad/repeat.hpp
   include/metagrad/saved_tensors.hpp

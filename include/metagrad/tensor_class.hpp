@@ -270,6 +270,16 @@ class tensor {
                call_site site = {}) const;
   template <int = 0>
   tensor index_select(std::int64_t dim, const tensor& index, call_site site = {}) const;
+  // mg::unbind, mg::chunk, mg::split (<metagrad/ops/split.hpp>): lists of views
+  template <int = 0>
+  tensor_list unbind(std::int64_t dim = 0, call_site site = {}) const;
+  template <int = 0>
+  tensor_list chunk(std::int64_t chunks, std::int64_t dim = 0, call_site site = {}) const;
+  template <int = 0>
+  tensor_list split(std::int64_t split_size, std::int64_t dim = 0, call_site site = {}) const;
+  template <int = 0>
+  tensor_list split(const std::vector<std::int64_t>& sizes, std::int64_t dim = 0,
+                    call_site site = {}) const;
   /// select(0, i): `t[1]` is the second row, a view.
   template <int = 0>
   tensor operator[](detail::tracked_index i) const;
@@ -391,6 +401,25 @@ tensor cat(const tensor_list& tensors, std::int64_t dim = 0, call_site site = {}
 /// The tensors (of equal shapes) stacked along a new dimension `dim`.
 template <int = 0>  // Note [Lazy members]
 tensor stack(const tensor_list& tensors, std::int64_t dim = 0, call_site site = {});
+/// The views x.select(dim, i) for each i along dim (torch's unbind):
+/// `auto rows = mg::unbind(m);`. Like chunk and split, its outputs cannot be modified in place
+/// while autograd records the write (torch's rule; Note [Multi-output views] in ops/split.hpp).
+template <int = 0>  // Note [Lazy members]
+tensor_list unbind(const tensor& x, std::int64_t dim = 0, call_site site = {});
+/// `chunks` views along dim (torch's chunk): each ceil(size / chunks) long, the last shorter, so
+/// possibly fewer than asked.
+template <int = 0>  // Note [Lazy members]
+tensor_list chunk(const tensor& x, std::int64_t chunks, std::int64_t dim = 0, call_site site = {});
+/// Views of split_size elements along dim, the last shorter (torch's split).
+template <int = 0>  // Note [Lazy members]
+tensor_list split(const tensor& x, std::int64_t split_size, std::int64_t dim = 0,
+                  call_site site = {});
+/// Views of the given lengths along dim, which sum to its size (torch's split_with_sizes):
+/// `mg::split(x, {1, 3}, 1)`. (A one-element braced list is a split_size: write
+/// `std::vector<std::int64_t>{n}`.)
+template <int = 0>  // Note [Lazy members]
+tensor_list split(const tensor& x, const std::vector<std::int64_t>& sizes, std::int64_t dim = 0,
+                  call_site site = {});
 /// index_select with an i64 index tensor (1-D).
 template <int = 0>  // Note [Lazy members]
 tensor index_select(const tensor& x, std::int64_t dim, const tensor& index, call_site site = {});

@@ -3,6 +3,9 @@
 // misuses are errors (a leaf that requires grad, a saved tensor written before backward, a view
 // written while recording).
 #include <cmath>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <xtensor/xadapt.hpp>
@@ -189,4 +192,122 @@ TEST(InPlace, MaxOfNaNSendsTheGradientToTheNaN) {
   mg::max(x).backward();
   EXPECT_EQ(at(x.grad(), 1), 1.0);
   EXPECT_EQ(at(x.grad(), 2), 0.0);
+}
+
+// Note [Multi-output views]: the outputs of unbind, split and chunk (and views of them) cannot be
+// written in place while the write is recorded, as in torch.
+TEST(InPlace, MultiOutputViewsRefuseRecordedWrites) {
+  const tensor x = leaf({1.0, 2.0, 3.0, 4.0, 5.0, 6.0});
+  tensor y = x * 1.0;
+  const tensor m = y.view({2, 3});
+  auto rows = m.unbind();
+  expect_error([&] { rows[1].mul_(2.0); },
+               {"mul_", "output 1 of unbind", "[3]", "out-of-place", "clone()"});
+  auto pieces = mg::split(m, {1, 2}, 1);
+  expect_error([&] { pieces[1].zero_(); }, {"fill_", "output 1 of split", "[2,2]"});
+  auto halves = y.chunk(2);
+  expect_error([&] { halves[0].copy_(mg::zeros({3}, {.dtype = mg::f64})); },
+               {"copy_", "output 0 of chunk", "[3]"});
+  // a view of an output inherits the rule
+  expect_error([&] { rows[0].slice(0, 1).add_(1.0); }, {"add_", "output 0 of unbind", "[2]"});
+  expect_error(
+      [&] {
+        tensor e = pieces[1][0];
+        e.exp_();
+      },
+      {"exp_", "output 1 of split", "[2]"});
+  // the outputs of a leaf that requires grad: this rule, not the view-of-a-leaf one, as torch
+  auto leaf_rows = x.view({3, 2}).unbind();
+  expect_error([&] { leaf_rows[2].neg_(); }, {"neg_", "output 2 of unbind"});
+  // nothing was written
+  EXPECT_EQ(y.version(), 0u);
+  EXPECT_EQ(mg_test::values(y), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  // a base that does not require grad, written with a value that does: recorded, so refused
+  tensor z = mg::zeros({2, 2}, {.dtype = mg::f64});
+  const tensor w = leaf({7.0, 8.0});
+  auto zr = z.unbind(1);
+  expect_error([&] { zr[1].copy_(w); }, {"copy_", "output 1 of unbind"});
+  expect_error([&] { zr[0].mul_(w); }, {"mul_", "output 0 of unbind"});
+  // the outputs themselves are usable, and so is a clone() of one
+  tensor c = rows[1].clone();
+  c.mul_(2.0);
+  (c.sum() + halves[1].sum()).backward();
+  EXPECT_EQ(mg_test::values(x.grad()), (std::vector<double>{0, 0, 0, 3, 3, 3}));
+}
+
+TEST(InPlace, EveryInPlaceOpChecksMultiOutputViews) {
+  const tensor x = leaf({0.5, 0.25, 0.75, 0.125});
+  const tensor other = mg::full({2}, 0.5, {.dtype = mg::f64});
+  const std::vector<std::pair<const char*, std::function<void(tensor&)>>> ops = {
+      {"add_", [&](tensor& t) { t.add_(other); }},   {"add_", [](tensor& t) { t.add_(1.0); }},
+      {"sub_", [&](tensor& t) { t.sub_(other); }},   {"sub_", [](tensor& t) { t.sub_(1.0); }},
+      {"mul_", [&](tensor& t) { t.mul_(other); }},   {"mul_", [](tensor& t) { t.mul_(2.0); }},
+      {"div_", [&](tensor& t) { t.div_(other); }},   {"div_", [](tensor& t) { t.div_(2.0); }},
+      {"pow_", [](tensor& t) { t.pow_(2.0); }},      {"copy_", [&](tensor& t) { t.copy_(other); }},
+      {"fill_", [](tensor& t) { t.zero_(); }},       {"fill_", [](tensor& t) { t.fill_(1.0); }},
+      {"clamp_", [](tensor& t) { t.clamp_(0, 1); }}, {"neg_", [](tensor& t) { t.neg_(); }},
+      {"exp_", [](tensor& t) { t.exp_(); }},         {"log_", [](tensor& t) { t.log_(); }},
+      {"sqrt_", [](tensor& t) { t.sqrt_(); }},       {"abs_", [](tensor& t) { t.abs_(); }},
+      {"sin_", [](tensor& t) { t.sin_(); }},         {"cos_", [](tensor& t) { t.cos_(); }},
+      {"tanh_", [](tensor& t) { t.tanh_(); }},       {"sigmoid_", [](tensor& t) { t.sigmoid_(); }},
+      {"relu_", [](tensor& t) { t.relu_(); }}};
+  for (const auto& [name, op] : ops) {
+    SCOPED_TRACE(name);
+    tensor y = x * 1.0;
+    auto parts = y.split(2);
+    expect_error([&] { op(parts[1]); }, {name, "output 1 of split"});
+    EXPECT_EQ(y.version(), 0u);
+    mg::no_grad_guard off;
+    op(parts[1]);  // not recorded: allowed
+    EXPECT_EQ(y.version(), 1u);
+  }
+}
+
+TEST(InPlace, MultiOutputViewsAllowWritesThatAreNotRecorded) {
+  // under no_grad: the write reaches the base, as an optimiser step does
+  const tensor w = leaf({1.0, 2.0, 3.0, 4.0});
+  auto rows = w.view({2, 2}).unbind();
+  {
+    mg::no_grad_guard off;
+    rows[0].sub_(1.0);
+    rows[0].mul_(10.0);  // twice: still allowed
+  }
+  EXPECT_EQ(mg_test::values(w), (std::vector<double>{0, 10, 3, 4}));
+  EXPECT_EQ(w.version(), 2u);
+  (w * w).sum().backward();  // the base itself carries on
+  EXPECT_EQ(mg_test::values(w.grad()), (std::vector<double>{0, 20, 6, 8}));
+  // nothing requires grad: allowed in grad mode too
+  tensor z = mg::zeros({2, 3}, {.dtype = mg::f64});
+  auto cols = mg::chunk(z, 3, 1);
+  cols[2].fill_(5.0);
+  cols[0][1].add_(2.0);
+  EXPECT_EQ(mg_test::values(z), (std::vector<double>{0, 0, 5, 2, 0, 5}));
+}
+
+TEST(InPlace, MultiOutputViewsCannotFollowAWriteToTheirBase) {
+  // torch's indirect case: the base (or another view of it) was written after the views were
+  // made; using one of them in grad mode is an error
+  const tensor x = leaf({1.0, 2.0, 3.0, 4.0});
+  tensor y = x * 1.0;
+  auto parts = y.chunk(2);
+  y.mul_(2.0);
+  expect_error([&] { (void)(parts[1] * 1.0); },
+               {"chunk: output 1", "[2]", "modified in place", "clone()"});
+  // written under no_grad through one output: the other is refused in grad mode, and the
+  // written one too (its history no longer matches its elements)
+  tensor h = x * 1.0;
+  auto rows = h.view({2, 2}).unbind();
+  {
+    mg::no_grad_guard off;
+    rows[0].add_(1.0);
+    EXPECT_EQ(mg_test::values(rows[1] * 1.0), (std::vector<double>{3, 4}));  // not recorded
+  }
+  expect_error([&] { (void)rows[1].sum(); }, {"unbind: output 1", "modified in place"});
+  expect_error([&] { (void)rows[0].grad_fn(); }, {"unbind: output 0", "modified in place"});
+  // clones taken before the write are unaffected
+  tensor k = x * 1.0;
+  const tensor kept = k.unbind()[3].clone();
+  k.zero_();
+  kept.backward();
+  EXPECT_EQ(mg_test::values(x.grad()), (std::vector<double>{0, 0, 0, 1}));
 }

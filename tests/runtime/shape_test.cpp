@@ -115,3 +115,169 @@ TEST(ShapeErrors, NameTheOpAndTheFix) {
   mg_test::expect_error([&] { (void)x.expand({3, 3}); }, {"expand", "[2,3]", "[3,3]"});
   mg_test::expect_error([&] { (void)x.flatten(1, 0); }, {"flatten", "start_dim"});
 }
+
+namespace {
+std::vector<mg::shape_t> shapes_of(const mg::tensor_list& l) {
+  std::vector<mg::shape_t> s;
+  for (const tensor& t : l) s.push_back(t.shape());
+  return s;
+}
+}  // namespace
+
+TEST(SplitSemantics, UnbindGivesSelectViews) {
+  tensor x = iota({2, 3});
+  const mg::tensor_list rows = mg::unbind(x), cols = x.unbind(-1);
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(cols.size(), 3u);
+  EXPECT_EQ(rows[1].shape(), (mg::shape_t{3}));
+  EXPECT_EQ(mg_test::values(rows[1]), (std::vector<double>{3, 4, 5}));
+  EXPECT_EQ(mg_test::values(cols[2]), (std::vector<double>{2, 5}));
+  for (const tensor& v : cols) EXPECT_EQ(v.impl()->store, x.impl()->store);
+  x.add_(10.0);  // the views see the write and share the version counter
+  EXPECT_EQ(cols[0].version(), 1u);
+  EXPECT_EQ(mg_test::values(cols[0]), (std::vector<double>{10, 13}));
+  EXPECT_TRUE(mg::unbind(iota({0, 2})).empty());
+  EXPECT_EQ(shapes_of(mg::unbind(iota({2, 0}), 1)), std::vector<mg::shape_t>{});
+}
+
+TEST(SplitSemantics, ChunkFollowsTorchsSizes) {
+  const tensor x = iota({5, 2});
+  // ceil(5 / 3) = 2: pieces 2, 2, 1
+  EXPECT_EQ(shapes_of(mg::chunk(x, 3)), (std::vector<mg::shape_t>{{2, 2}, {2, 2}, {1, 2}}));
+  // ceil(6 / 4) = 2: three pieces, fewer than asked
+  EXPECT_EQ(shapes_of(iota({6}).chunk(4)), (std::vector<mg::shape_t>{{2}, {2}, {2}}));
+  // more chunks than elements: pieces of 1
+  EXPECT_EQ(mg::chunk(x, 10, 0).size(), 5u);
+  EXPECT_EQ(shapes_of(mg::chunk(x, 2, -1)), (std::vector<mg::shape_t>{{5, 1}, {5, 1}}));
+  // an empty dimension gives `chunks` empty pieces
+  EXPECT_EQ(shapes_of(iota({0, 3}).chunk(3)), (std::vector<mg::shape_t>{{0, 3}, {0, 3}, {0, 3}}));
+  const auto c = mg::chunk(x, 3);
+  EXPECT_EQ(mg_test::values(c[2]), (std::vector<double>{8, 9}));
+  EXPECT_EQ(c[1].impl()->store, x.impl()->store);
+  EXPECT_EQ(c[1].impl()->offset, 4);
+}
+
+TEST(SplitSemantics, SplitBySizeAndBySizes) {
+  const tensor x = iota({2, 5});
+  EXPECT_EQ(shapes_of(mg::split(x, 2, 1)), (std::vector<mg::shape_t>{{2, 2}, {2, 2}, {2, 1}}));
+  EXPECT_EQ(shapes_of(x.split(7, 1)), (std::vector<mg::shape_t>{{2, 5}}));  // one piece
+  EXPECT_EQ(shapes_of(x.split(1)), (std::vector<mg::shape_t>{{1, 5}, {1, 5}}));
+  const auto s = mg::split(x, {1, 0, 4}, -1);
+  EXPECT_EQ(shapes_of(s), (std::vector<mg::shape_t>{{2, 1}, {2, 0}, {2, 4}}));
+  EXPECT_EQ(mg_test::values(s[0]), (std::vector<double>{0, 5}));
+  EXPECT_EQ(mg_test::values(s[2]), (std::vector<double>{1, 2, 3, 4, 6, 7, 8, 9}));
+  EXPECT_EQ(s[2].impl()->store, x.impl()->store);
+  EXPECT_EQ(shapes_of(x.split(std::vector<std::int64_t>{2}, 0)),
+            (std::vector<mg::shape_t>{{2, 5}}));
+  // an empty dimension: split_size 0 is allowed there (one empty piece), sizes may be empty
+  const tensor e = iota({3, 0});
+  EXPECT_EQ(shapes_of(e.split(0, 1)), (std::vector<mg::shape_t>{{3, 0}}));
+  EXPECT_EQ(shapes_of(e.split(4, 1)), (std::vector<mg::shape_t>{{3, 0}}));
+  EXPECT_TRUE(e.split(std::vector<std::int64_t>{}, 1).empty());
+}
+
+TEST(SplitErrors, NameTheOpTheShapeAndTheFix) {
+  const tensor x = iota({2, 5});
+  mg_test::expect_error([&] { (void)mg::unbind(tensor(1.0)); }, {"unbind", "0-d", "reshape"});
+  mg_test::expect_error([&] { (void)x.unbind(2); }, {"unbind", "dim 2", "[2,5]", "-2 to 1"});
+  mg_test::expect_error([&] { (void)x.chunk(0); }, {"chunk", "got 0", "[2,5]", "1 or more"});
+  mg_test::expect_error([&] { (void)x.chunk(-2, 1); }, {"chunk", "got -2"});
+  mg_test::expect_error([&] { (void)x.chunk(2, -3); }, {"chunk", "dim -3", "[2,5]"});
+  mg_test::expect_error([&] { (void)x.split(0, 1); },
+                        {"split", "split_size 0", "size 5", "[2,5]", "at least 1"});
+  mg_test::expect_error([&] { (void)x.split(-1); }, {"split", "split_size -1"});
+  mg_test::expect_error(
+      [&] {
+        (void)mg::split(x, {1, 2}, 1);
+      },
+      {"split", "[1,2]", "sum to 3", "[2,5]", "size 5", "sum to 5"});
+  mg_test::expect_error([&] { (void)mg::split(x, {6, -1}, 1); }, {"split", "[6,-1]", "negative"});
+  mg_test::expect_error([&] { (void)mg::split(tensor(1.0), 1); }, {"split", "0-d"});
+}
+
+TEST(SplitGradients, ASubsetOfTheOutputsReachesItsPositions) {
+  const tensor x = iota({3, 4}).requires_grad_();
+  const auto rows = x.unbind();
+  (rows[1] * rows[1]).sum().backward();  // 2 x at row 1, zeros elsewhere
+  const auto g = x.grad().to_xtensor<double>();
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 4; ++j)
+      EXPECT_EQ(g(i, j), i == 1 ? 2.0 * static_cast<double>(4 * i + j) : 0.0) << i << "," << j;
+
+  const tensor y = iota({3, 4}).requires_grad_();
+  const auto cols = mg::split(y, {1, 2, 1}, 1);
+  (cols[2] * 3.0).sum().backward();
+  (cols[0] * 5.0).sum().backward();  // the second backward accumulates into other positions
+  const auto gy = y.grad().to_xtensor<double>();
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 4; ++j)
+      EXPECT_EQ(gy(i, j), j == 3 ? 3.0 : j == 0 ? 5.0 : 0.0) << i << "," << j;
+  EXPECT_STREQ(cols[1].grad_fn()->name(), "slice");
+  EXPECT_STREQ(rows[0].grad_fn()->name(), "select");
+}
+
+TEST(SplitGradients, AgainstCentralDifferencesToSecondOrder) {
+  // f64 gradients of every element against central differences, and Hessian-vector products;
+  // each f uses some of the outputs only, so the others' positions get zeros
+  mg_test::check_arrays(
+      [](const mg::tensor_list& t) {
+        const auto r = mg::unbind(t[0], 1);  // 4 x 3 -> three of shape 4
+        return mg::sin(r[0]) * r[2] + mg::exp(r[2]);
+      },
+      {{4, 3}});
+  mg_test::check_arrays(
+      [](const mg::tensor_list& t) {
+        const auto c = t[0].chunk(3, -1);  // 2 x 5 -> 2x2, 2x2, 2x1
+        return mg::tanh(c[1]) * c[0] + c[2] * c[2];
+      },
+      {{2, 5}});
+  mg_test::check_arrays(
+      [](const mg::tensor_list& t) {
+        const auto s = mg::split(t[0], {2, 1, 2}, 0);  // 5 x 2 -> 2x2, 1x2, 2x2
+        const auto u = t[1].split(2);                  // 3 -> 2, 1
+        return mg::cos(s[2]) * s[0] * u[0] + mg::exp(u[1]);
+      },
+      {{5, 2}, {3}});
+  mg_test::check_arrays(
+      [](const mg::tensor_list& t) {
+        const auto s = t[0].split(2);  // 5 -> 2, 2, 1
+        return mg::sin(s[1]) * s[1];
+      },
+      {{5}}, {.dtype = mg::f32});
+}
+
+TEST(SplitGradients, TangentsFollowTheViews) {
+  const tensor x = iota({2, 3}), v = iota({2, 3}) * 0.5 + 1.0;
+  mg::forward_ad::dual_level level;
+  const tensor d = mg::forward_ad::make_dual(x, v);
+  const auto rows = mg::unbind(d);
+  const auto cols = mg::split(d * d, {2, 1}, 1);
+  EXPECT_EQ(mg_test::values(mg::forward_ad::unpack_dual(rows[1]).tangent),
+            (std::vector<double>{2.5, 3.0, 3.5}));
+  EXPECT_EQ(mg_test::values(mg::forward_ad::unpack_dual(rows[0]).primal),
+            (std::vector<double>{0, 1, 2}));
+  // d(x^2) = 2 x v at column 2: x = 2, 5 and v = 2, 3.5
+  EXPECT_EQ(mg_test::values(mg::forward_ad::unpack_dual(cols[1]).tangent),
+            (std::vector<double>{8.0, 35.0}));
+}
+
+TEST(SplitGradients, GradcheckOfEveryOutput) {
+  using mg::tensor_list;
+  mg::manual_seed(5);
+  const tensor x = mg::randn({3, 4}, {.dtype = mg::f64, .requires_grad = true});
+  EXPECT_TRUE(
+      mg::autograd::gradcheck([](const tensor_list& in) { return mg::unbind(in[0], 1); }, {x}));
+  EXPECT_TRUE(mg::autograd::gradgradcheck(
+      [](const tensor_list& in) {
+        tensor_list out;
+        for (const tensor& c : mg::chunk(in[0], 2)) out.push_back(mg::sin(c) * c);
+        return out;
+      },
+      {x}));
+  EXPECT_TRUE(mg::autograd::gradgradcheck(
+      [](const tensor_list& in) {
+        const auto s = mg::split(in[0], {1, 3}, 1);
+        return tensor_list{mg::exp(s[1]), s[0] * s[0]};
+      },
+      {x}));
+}

@@ -44,6 +44,13 @@ inline bool& inference_mode() {
   return enabled;
 }
 
+// Which output of a multi-output view op (unbind, split, chunk) a view is, or descends from
+// (op 0: none). Note [Multi-output views] in <metagrad/ops/split.hpp>.
+struct view_origin {
+  std::uint32_t op : 2 = 0;
+  std::uint32_t output : 30 = 0;
+};
+
 struct tensor_impl {
   std::shared_ptr<storage> store;
   shape_t shape, strides;      // strides in elements
@@ -54,6 +61,7 @@ struct tensor_impl {
   bool wrapped_number = false;        // a 0-d tensor made from a C++ number operand
   std::uint32_t output_nr = 0;        // which output of grad_fn this tensor is
   std::uint32_t hook_self_refs = 0;   // See Note [Hooks that capture their tensor]
+  view_origin origin{};               // views: made by unbind, split or chunk (or a view of one)
   std::shared_ptr<tensor_impl> base;  // views: the tensor whose storage they view (not a view)
   std::uint64_t view_version = 0;     // views: the version their grad_fn reflects
   std::shared_ptr<graph_node> grad_fn;

@@ -27,6 +27,7 @@
 #include <metagrad/ops/nn.hpp>
 #include <metagrad/ops/reductions.hpp>
 #include <metagrad/ops/shape.hpp>
+#include <metagrad/ops/split.hpp>
 #include <metagrad/tensor_class.hpp>
 
 namespace mg {
@@ -183,6 +184,10 @@ template <int>
 void refresh_view(tensor_impl& t) {
   if (!t.is_view || !t.base || t.store->version == t.view_version) return;
   const tensor_impl& b = *t.base;
+  if (t.origin.op && requires_grad(b)) {  // Note [Multi-output views]: until used in grad mode
+    if (grad_mode()) check_multi_output_view(t, nullptr);
+    return;
+  }
   t.view_version = t.store->version;
   if (!requires_grad(b) || !b.is_contiguous()) return;
   for (std::size_t i = 0; i < t.shape.size(); ++i)
@@ -219,6 +224,7 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
          ") is used in an in-place operation while grad mode is on; do it under "
          "mg::no_grad_guard (an optimiser step), or modify a clone()");
   const bool record = grad_mode() && (requires_grad(si) || other_requires_grad);
+  if (record) check_multi_output_view(si, name);  // Note [Multi-output views]
   const bool through_view = record && si.is_view && si.base;
   strided_geometry geo;
   if (grad_mode() && si.is_view && si.base && si.base->requires_grad && !si.base->grad_fn)
@@ -530,6 +536,23 @@ tensor tensor::slice(std::int64_t dim, std::optional<std::int64_t> start,
 template <int I>
 tensor tensor::index_select(std::int64_t dim, const tensor& index, call_site site) const {
   return mg::index_select(detail::lazy<I>(*this), dim, index, site);
+}
+template <int I>
+tensor_list tensor::unbind(std::int64_t dim, call_site site) const {
+  return mg::unbind<I>(*this, dim, site);
+}
+template <int I>
+tensor_list tensor::chunk(std::int64_t chunks, std::int64_t dim, call_site site) const {
+  return mg::chunk<I>(*this, chunks, dim, site);
+}
+template <int I>
+tensor_list tensor::split(std::int64_t split_size, std::int64_t dim, call_site site) const {
+  return mg::split<I>(*this, split_size, dim, site);
+}
+template <int I>
+tensor_list tensor::split(const std::vector<std::int64_t>& sizes, std::int64_t dim,
+                          call_site site) const {
+  return mg::split<I>(*this, sizes, dim, site);
 }
 template <int I>
 tensor tensor::operator[](detail::tracked_index i) const {
