@@ -28,7 +28,8 @@ void backward_and_grad() {
   auto h = mg::autograd::grad({mg::sum(g[0])}, {x})[0];               // second order: 2 everywhere
   mg::autograd::backward({y}, {}, {.inputs = {x}});                   // torch.autograd.backward
   // example-end backward
-  check(near(dx.to_xtensor<double>()(1), 4.0) && near(h.to_xtensor<double>()(2), 2.0), "grad");
+  // dx is x.grad itself: the second backward added 2x into it in place, as in torch
+  check(near(dx.to_xtensor<double>()(1), 8.0) && near(h.to_xtensor<double>()(2), 2.0), "grad");
 }
 
 void grad_modes() {
@@ -98,8 +99,8 @@ void saved_tensor_hooks() {
         [](const mg::tensor& p) { return p; });
     y = mg::sum(mg::exp(x));
   }
-  {
-    mg::autograd::save_on_cpu_guard cpu;  // save_on_cpu()
+  { mg::autograd::save_on_cpu_guard cpu; }  // save_on_cpu()
+  {  // disable_saved_tensors_hooks(msg): entering hooks under it (or it under hooks) throws msg
     mg::autograd::disable_saved_tensors_hooks_guard off("no hooks here");
   }
   {

@@ -327,7 +327,7 @@ tensor_list with_tangents(const tensor_list& inputs, const std::vector<std::size
     for (std::size_t e = 0; e < d && owner[d] == d; ++e)
       if (inputs[diff[e]].impl() == inputs[diff[d]].impl()) owner[d] = owner[e];
     tensor& s = sum[owner[d]];
-    if (tangents[d].defined()) s = s.defined() ? s + tangents[d] : tangents[d];
+    if (tangents[d].defined()) s = s.defined() ? lazy<I>(s) + tangents[d] : tangents[d];
   }
   tensor_list args = inputs;
   for (std::size_t d = 0; d < diff.size(); ++d) {
@@ -441,10 +441,12 @@ std::string reentrant(const char* api, const jacobian& ana, const jacobian& agai
   return {};
 }
 
-// torch's UndefinedGrad: the identity, whose backward hands undefined gradients on.
+// torch's UndefinedGrad: the identity, whose backward hands undefined gradients on. (A template
+// in name only: Note [Lazy members].)
+template <int I>
 struct undefined_grad_fn {
   static constexpr const char* name = "gradcheck_undefined_grad";
-  static tensor forward(mg::context&, const tensor& x) { return x.clone(); }
+  static tensor forward(mg::context&, const tensor& x) { return lazy<I>(x).clone(); }
   static tensor_list backward(mg::context&, const tensor_list&) { return {tensor{}}; }
 };
 
@@ -463,7 +465,7 @@ std::string undefined_backward(F& fn, const tensor_list& inputs, const tensor_li
     for (const tensor& y : call(fn, inputs, api)) {
       if (!y.requires_grad()) continue;
       const bool cut = undefined < 0 || std::size_t(undefined) == outs.size();
-      outs.push_back(cut ? mg::apply<undefined_grad_fn>(y) : y);
+      outs.push_back(cut ? mg::apply<undefined_grad_fn<I>>(y) : y);
       zero.push_back(zeros_like(y.detach()));
     }
     if (outs.empty()) return {};

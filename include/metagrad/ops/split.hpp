@@ -50,18 +50,15 @@ void check_multi_output_view(const tensor_impl& t, const char* op) {
   if (op)
     fail(op, ": output ", t.origin.output, " of ", by, " (or a view of it; shape ",
          shape_string(t.shape),
-         ") is a view and is being modified in place while autograd "
-         "records it. ",
-         by,
-         " returns several views of one tensor, and such views cannot be "
-         "modified in place (as in torch); use the out-of-place op instead, or modify a clone() "
-         "of the output");
+         ") is a view and is being modified inplace while autograd records it. This view is the "
+         "output of a function that returns multiple views. Such functions do not allow the "
+         "output views to be modified inplace. Use the out-of-place op instead, or modify a "
+         "clone() of the output");
   fail(by, ": output ", t.origin.output, " (or a view of it; shape ", shape_string(t.shape),
-       ") is a view, and its base or another view of its base was modified in place since ", by,
-       " made it. ", by,
-       " returns several views of one tensor, and such views cannot follow an "
-       "in-place write (as in torch); use the outputs before modifying the tensor, or take "
-       "clone()s of them");
+       ") is a view and its base or another view of its base has been modified inplace since ", by,
+       " made it. This view is the output of a function that returns multiple views. Such "
+       "functions do not allow the output views to be modified inplace. Use the outputs before "
+       "modifying the tensor, or take clone()s of them");
 }
 
 // The slices of x along d of the given lengths, in order, marked as outputs of `by`.
