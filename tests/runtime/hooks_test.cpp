@@ -432,3 +432,22 @@ TEST(Hooks, MultiGradHookModeAny) {
       },
       {"register_multi_grad_hook", "mode all", "multi_grad_mode::any"});
 }
+
+// A node's post-hooks see one gradient per operand, as next_functions() lists them: undefined
+// at a number operand's position, and a replacement is read from the tensor operand's position.
+TEST(Hooks, PostHooksSeeOneGradientPerOperand) {
+  tensor x = leaf({1., 2.});
+  tensor y = 3.0 * x;  // the number is operand 0
+  std::size_t seen = 0;
+  bool number_undefined = false;
+  y.grad_fn()->register_hook(
+      [&](const tensor_list& gi, const tensor_list&) -> std::optional<tensor_list> {
+        seen = gi.size();
+        number_undefined = !gi[0].defined();
+        return tensor_list{tensor{}, gi[1] * 10.0};
+      });
+  y.sum().backward();
+  EXPECT_EQ(seen, 2u);
+  EXPECT_TRUE(number_undefined);
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{30, 30}));
+}

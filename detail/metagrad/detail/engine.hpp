@@ -312,16 +312,27 @@ inline void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
   if (!task.call.keep_graph)
     for (auto& s : n.saved()) s.release();
   if (post) {
+    // the hooks see one gradient per operand, undefined at a number's (Note [Number operands])
+    const std::uint32_t gaps = n.number_operands();
+    const std::size_t all = n.next_functions().size();
+    const auto position = [gaps](std::size_t i) {  // of stored edge i among the operands
+      std::size_t p = 0;
+      for (std::size_t k = 0;; ++p)
+        if (!(p < 32 && (gaps >> p & 1)) && k++ == i) return p;
+    };
     const auto hooks = hs->post_hooks;
     for (const auto& [id, fn] : hooks) {
-      if (auto r = fn(as_list(out), received)) {
-        if (r->size() != out.size())
-          fail("a hook of ", n.name(), " returned ", r->size(), " gradients for ", out.size(),
+      tensor_list given(all);
+      for (std::size_t i = 0; i < out.size(); ++i) given[position(i)] = tensor(out[i]);
+      if (auto r = fn(given, received)) {
+        if (r->size() != all)
+          fail("a hook of ", n.name(), " returned ", r->size(), " gradients for ", all,
                " inputs; return one per input (or std::nullopt to keep them)");
         for (std::size_t i = 0; i < out.size(); ++i) {
+          const tensor& g = (*r)[position(i)];
           if (edges[i])
-            check_hook_result((*r)[i], edges[i]->outputs()[edges[i].input_nr], "a hook", n, i);
-          out[i] = edges[i] ? (*r)[i].impl() : nullptr;
+            check_hook_result(g, edges[i]->outputs()[edges[i].input_nr], "a hook", n, position(i));
+          out[i] = edges[i] ? g.impl() : nullptr;
         }
       }
     }

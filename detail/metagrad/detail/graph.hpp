@@ -17,6 +17,7 @@
 // starts while the list is being drained only adds to it, so destructors nest two levels deep.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -145,6 +146,55 @@ struct tensor_meta {
 
 class saved_variable;  // saved.hpp
 
+/// What `node->next_functions()` returns: one edge per forward operand, in order, like a span
+/// (`size()`, `[i]`, range-for). An operand that gets no gradient (a C++ number, a tensor that
+/// does not require grad) has an empty edge.
+class edge_list {
+ public:
+  edge_list(std::span<const edge> stored, std::uint32_t gaps) : stored_(stored), gaps_(gaps) {}
+  std::size_t size() const { return stored_.size() + static_cast<std::size_t>(popcount(gaps_)); }
+  bool empty() const { return size() == 0; }
+  const edge& operator[](std::size_t i) const {
+    if (i < 32 && (gaps_ >> i & 1)) return none();
+    const std::uint32_t before = i < 32 ? gaps_ & ((1u << i) - 1) : gaps_;
+    return stored_[i - static_cast<std::size_t>(popcount(before))];
+  }
+  class iterator {
+   public:
+    using value_type = edge;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    iterator(const edge_list* l, std::size_t i) : l_(l), i_(i) {}
+    const edge& operator*() const { return (*l_)[i_]; }
+    const edge* operator->() const { return &(*l_)[i_]; }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator r = *this;
+      ++i_;
+      return r;
+    }
+    friend bool operator==(const iterator& a, const iterator& b) { return a.i_ == b.i_; }
+
+   private:
+    const edge_list* l_ = nullptr;
+    std::size_t i_ = 0;
+  };
+  iterator begin() const { return {this, 0}; }
+  iterator end() const { return {this, size()}; }
+
+ private:
+  static int popcount(std::uint32_t m) { return std::popcount(m); }
+  static const edge& none() {
+    static const edge e{};
+    return e;
+  }
+  std::span<const edge> stored_;
+  std::uint32_t gaps_;
+};
+
 // Sequence numbers order the nodes as torch's do: a node recorded later runs first among the
 // ready ones (thread-local counters, as torch's).
 inline std::uint64_t next_sequence_nr() {
@@ -163,8 +213,8 @@ struct graph_node {
   /// The name of the operation that recorded this node, e.g. "mul".
   virtual const char* name() const = 0;
   /// Where the gradients of the forward inputs go, one edge per input (empty where none).
-  std::span<const edge> next_functions() const {
-    return const_cast<graph_node*>(this)->next_edges();
+  edge_list next_functions() const {
+    return {const_cast<graph_node*>(this)->next_edges(), number_operands()};
   }
   /// The number of forward outputs (the gradients this node receives).
   std::size_t num_outputs() const { return const_cast<graph_node*>(this)->outputs().size(); }
@@ -178,7 +228,10 @@ struct graph_node {
   template <class F>
   mg::hook_handle register_prehook(F&& fn);
 
+  // The edges the node stores: one per operand but for C++ number operands, which have none
+  // (Note [Number operands] in nodes.hpp); number_operands() has a bit set at each of those.
   virtual std::span<edge> next_edges() = 0;
+  virtual std::uint32_t number_operands() const { return 0; }
   virtual std::span<tensor_meta> outputs() = 0;
   virtual std::span<saved_variable> saved() { return {}; }
   // grads: one per output (null: none arrived); out: one per edge, null on entry. Nodes

@@ -231,18 +231,19 @@ constexpr std::uint32_t bit_count(std::uint32_t m) {
 }
 
 // Note [Number operands]: in `y * 1.5` the number is no tensor of the graph: op_node<Op, N,
-// Numbers> (Numbers: a bit per operand that is a C++ number, known at compile time) has an edge
-// per operand, empty for the numbers (so next_functions has one entry per operand, as torch's,
-// whose Python numbers become wrapped tensors that need no gradient), keeps the numbers by value
-// and saves only tensor operands (or the output) that a wanted gradient reads. Backward gives the
-// op the numbers back as 0-d operands of the dtype the op computed in (on the stack for the
-// one-kernel backward on the CPU).
+// Numbers> (Numbers: a bit per operand that is a C++ number, known at compile time) stores edges
+// for the tensor operands only (24 bytes a number would cost every such node of a long chain),
+// reports the numbers' positions (number_operands()) so that next_functions() and the node's
+// hooks show an empty edge there, as torch's (whose numbers are wrapped tensors that need no
+// gradient), keeps the numbers by value and saves only tensor operands (or the output) that a
+// wanted gradient reads. Backward gives the op the numbers back as 0-d operands of the dtype the
+// op computed in (on the stack for the one-kernel backward on the CPU).
 template <class Op, std::size_t N, std::uint32_t Numbers = 0>
 struct op_node : graph_node {
   static constexpr bool ins = saves_inputs_v<Op>, outs = saves_output_v<Op>;
   static constexpr std::uint32_t all_inputs = (1u << N) - 1;
   static constexpr std::uint32_t tensors = all_inputs & ~Numbers;
-  static constexpr std::size_t n_edges = N;  // numbers' edges stay empty
+  static constexpr std::size_t n_edges = bit_count(tensors);
   static constexpr std::size_t n_numbers = bit_count(Numbers);
   static constexpr auto reads = gradient_reads<Op, N>();
   // the values the gradients of tensor operands may read, less the numbers
@@ -254,7 +255,9 @@ struct op_node : graph_node {
   }();
   static constexpr std::size_t n_saved = bit_count(may_save);
   // position in next / saved_values / numbers of operand (or output) j
-  static constexpr std::size_t edge_of(std::size_t j) { return j; }
+  static constexpr std::size_t edge_of(std::size_t j) {
+    return bit_count(tensors & ((1u << j) - 1));
+  }
   static constexpr std::size_t slot_of(std::size_t j) {
     return bit_count(may_save & ((1u << j) - 1));
   }
@@ -262,6 +265,12 @@ struct op_node : graph_node {
     return bit_count(Numbers & ((1u << j) - 1));
   }
   static constexpr bool is_number(std::size_t j) { return (Numbers >> j & 1) != 0; }
+  static constexpr auto operand_of_edge = [] {
+    std::array<std::size_t, n_edges> p{};
+    for (std::size_t i = 0, e = 0; i < N; ++i)
+      if (!is_number(i)) p[e++] = i;
+    return p;
+  }();
 
   // The numbers' dtype is the output's when the op maps each floating type to itself (elementwise
   // ops compute in one dtype), else it is kept.
@@ -287,6 +296,7 @@ struct op_node : graph_node {
   explicit op_node(Op o) : op(std::move(o)) {}
   const char* name() const override { return op_name<Op>(); }
   std::span<edge> next_edges() override { return next; }
+  std::uint32_t number_operands() const override { return Numbers; }
   std::span<tensor_meta> outputs() override { return {&meta, 1}; }
   std::span<saved_variable> saved() override { return {saved_values.data(), n_saved}; }
 
@@ -626,7 +636,7 @@ tensor record(const Op& op, tensor out, const bound_numbers<K>& nums, const T&..
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       record_node(n,
                   std::array<std::reference_wrapper<const tensor>, node_t::n_edges>{
-                      std::cref(std::get<I>(operands))...},
+                      std::cref(std::get<node_t::operand_of_edge[I]>(operands))...},
                   std::array<std::reference_wrapper<const tensor>, 1>{std::cref(out)});
     }
     (std::make_index_sequence<node_t::n_edges>{});
