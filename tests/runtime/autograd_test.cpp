@@ -345,6 +345,9 @@ TEST(RuntimeGrad, GradIsAccumulatedInPlace) {
   EXPECT_DOUBLE_EQ(w.grad().item<double>(), 24.0);
   // d/dw of the accumulated 3w^2 + 3w^2 = 12 w
   EXPECT_DOUBLE_EQ(mg::autograd::grad({w.grad().sum()}, {w})[0].item<double>(), 24.0);
+  // w's .grad holds a graph that holds w (as in torch): reset it to free both
+  w.set_grad(tensor{});
+  first = tensor{};
 }
 
 // test_inplace_on_view_of_view / gradcheck through a view of a base written in place: the view
