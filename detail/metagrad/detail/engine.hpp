@@ -313,13 +313,9 @@ inline void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
     for (auto& s : n.saved()) s.release();
   if (post) {
     // the hooks see one gradient per operand, undefined at a number's (Note [Number operands])
-    const std::uint32_t gaps = n.number_operands();
-    const std::size_t all = n.next_functions().size();
-    const auto position = [gaps](std::size_t i) {  // of stored edge i among the operands
-      std::size_t p = 0;
-      for (std::size_t k = 0;; ++p)
-        if (!(p < 32 && (gaps >> p & 1)) && k++ == i) return p;
-    };
+    const edge_list operands = n.next_functions();
+    const std::size_t all = operands.size();
+    const auto position = [&](std::size_t i) { return operands.position(i); };
     const auto hooks = hs->post_hooks;
     for (const auto& [id, fn] : hooks) {
       tensor_list given(all);

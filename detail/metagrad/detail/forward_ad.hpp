@@ -76,11 +76,8 @@ void set_tangent(const impl_ptr& p, tensor r, const char* op, std::size_t k) {
 // So the tangents a tensor is given are its own (set_tangent copies a tangent another tensor
 // shares), and a write through one never reaches an unrelated tensor. detach_() drops a tangent.
 inline bool takes_tangent(const tensor_impl& tangent, const tensor_impl& t) {
-  if (tangent.shape != t.shape || tangent.dtype() != t.dtype() || tangent.is_inference)
-    return false;
-  for (std::size_t i = 0; i < tangent.shape.size(); ++i)
-    if (tangent.strides[i] == 0 && tangent.shape[i] > 1) return false;
-  return true;
+  return tangent.shape == t.shape && tangent.dtype() == t.dtype() && !tangent.is_inference &&
+         !tangent.is_expanded();
 }
 
 // The region of t's base's tangent that t views (null where there is none, or the base's layout

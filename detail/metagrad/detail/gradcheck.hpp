@@ -189,14 +189,13 @@ std::vector<std::size_t> differentiated(const tensor_list& inputs, const char* a
       fail(api, ": input ", i, " requires grad but has dtype ", dtype_name(x.dtype()), " (shape ",
            shape_string(x.shape()),
            "); finite differences need floating point: convert it with .to(mg::f64)");
-    for (std::size_t d = 0; d < x.shape().size(); ++d)
-      if (x.strides()[d] == 0 && x.shape()[d] > 1)
-        fail(api, ": input ", i, " (shape ", shape_string(x.shape()), ", strides ",
-             shape_string(x.strides()), ") has a dimension with stride 0: its elements overlap ",
-             "in memory, and ", api,
-             " perturbs the inputs in place, so it only supports inputs that do not overlap "
-             "to compute the numerical gradients correctly; pass input.contiguous() (or "
-             ".clone()) instead");
+    if (x.impl()->is_expanded())
+      fail(api, ": input ", i, " (shape ", shape_string(x.shape()), ", strides ",
+           shape_string(x.strides()), ") has a dimension with stride 0: its elements overlap ",
+           "in memory, and ", api,
+           " perturbs the inputs in place, so it only supports inputs that do not overlap "
+           "to compute the numerical gradients correctly; pass input.contiguous() (or "
+           ".clone()) instead");
     diff.push_back(i);
   }
   if (diff.empty())

@@ -74,6 +74,13 @@ struct tensor_impl {
   mg::dtype dtype() const { return store->dtype; }
   mg::device device() const { return store->device; }
   std::int64_t numel() const { return numel_of(shape); }
+  // Expanded: a dimension of stride 0 and size over 1, so several elements share one location
+  // (it cannot be written in place, nor perturbed element by element).
+  bool is_expanded() const {
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      if (strides[i] == 0 && shape[i] > 1) return true;
+    return false;
+  }
   bool is_contiguous() const {
     std::int64_t acc = 1;
     for (std::size_t i = shape.size(); i-- > 0;) {
@@ -154,6 +161,12 @@ class edge_list {
   edge_list(std::span<const edge> stored, std::uint32_t gaps) : stored_(stored), gaps_(gaps) {}
   std::size_t size() const { return stored_.size() + static_cast<std::size_t>(popcount(gaps_)); }
   bool empty() const { return size() == 0; }
+  // The operand position of stored edge k (next_edges()[k]).
+  std::size_t position(std::size_t k) const {
+    std::size_t p = 0;
+    for (std::size_t seen = 0;; ++p)
+      if (!(p < 32 && (gaps_ >> p & 1)) && seen++ == k) return p;
+  }
   const edge& operator[](std::size_t i) const {
     if (i < 32 && (gaps_ >> i & 1)) return none();
     const std::uint32_t before = i < 32 ? gaps_ & ((1u << i) - 1) : gaps_;

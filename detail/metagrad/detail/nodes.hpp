@@ -494,11 +494,8 @@ inline void accumulate_into(const engine_ops& ops, tensor_impl& t, const impl_pt
     return;
   }
   const tensor_impl& c = *t.grad;
-  bool fits = in_place && !grad_mode() && !c.is_inference && c.dtype() == g->dtype() &&
-              c.device() == g->device() && c.shape == g->shape;
-  for (std::size_t i = 0; fits && i < c.shape.size(); ++i)
-    fits = !(c.strides[i] == 0 && c.shape[i] > 1);
-  if (fits) {
+  if (in_place && !grad_mode() && !c.is_inference && c.dtype() == g->dtype() &&
+      c.device() == g->device() && c.shape == g->shape && !c.is_expanded()) {
     tensor current(t.grad);
     ops.add_in_place(current, tensor(g));
   } else {

@@ -134,9 +134,8 @@ class saved_variable {
   // indices): freed with the graph like saved tensors, so a second backward is refused.
   void free_with_graph() { shape_freed_ = true; }
   void release() {
-    if (kind_ == kind::shape && !shape_freed_) return;  // no elements to free
-    if (kind_ == kind::shape) {
-      freed_ = true;
+    if (kind_ == kind::shape) {  // no elements to free
+      freed_ = shape_freed_;
       return;
     }
     if (kind_ != kind::empty) freed_ = true;

@@ -190,8 +190,7 @@ void refresh_view(tensor_impl& t) {
   }
   t.view_version = t.store->version;
   if (!requires_grad(b) || !b.is_contiguous()) return;
-  for (std::size_t i = 0; i < t.shape.size(); ++i)
-    if (t.strides[i] == 0 && t.shape[i] > 1) return;  // overlapping: see Note [Views and...]
+  if (t.is_expanded()) return;  // overlapping: see Note [Views and...]
   const view_recorder record_view = view_refresher().load(std::memory_order_relaxed);
   if (!record_view)
     fail("a view of shape ", shape_string(t.shape),
@@ -242,12 +241,11 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
            shape_string(b.strides), "); make the base contiguous() first");
     geo = {si.shape, si.strides, si.offset - b.offset, b.shape};
   }
-  for (std::size_t i = 0; i < si.shape.size(); ++i)
-    if (si.strides[i] == 0 && si.shape[i] > 1)
-      fail(name, ": the tensor (shape ", shape_string(si.shape), ", strides ",
-           shape_string(si.strides),
-           ") is an expanded view: several of its elements share one memory location, so it "
-           "cannot be written in place; clone() it first");
+  if (si.is_expanded())
+    fail(name, ": the tensor (shape ", shape_string(si.shape), ", strides ",
+         shape_string(si.strides),
+         ") is an expanded view: several of its elements share one memory location, so it "
+         "cannot be written in place; clone() it first");
   constexpr int L = lazy_v<F>;  // the ops below are instantiated with the in-place op
   tensor cur(alias_of(si));
   cur.impl()->grad_fn = si.grad_fn;
