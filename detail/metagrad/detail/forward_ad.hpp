@@ -113,7 +113,15 @@ void in_place_tangent(const impl_ptr& p, const impl_ptr& tr, const char* op) {
   suspend_tangents off;
   tensor value = tr ? tensor(tr) : zeros(t.shape, {.dtype = t.dtype(), .device = t.device()});
   if (value.dtype() != t.dtype()) value = lazy<I>(value).to(t.dtype());
-  if (value.requires_grad()) {  // a tangent with a graph (forward-over-reverse) replaces
+  if (value.requires_grad()) {  // a tangent with a graph (forward-over-reverse)
+    // written into the tangent by a recorded copy_, so that views of it (the tangents of t's
+    // views) see the write; a user's leaf tangent that requires grad is replaced instead
+    if (t.tangent && takes_tangent(*t.tangent, t) &&
+        !(t.tangent->requires_grad && !t.tangent->grad_fn)) {
+      tensor tangent(t.tangent);
+      lazy<I>(tangent).copy_(value);
+      return;
+    }
     set_tangent<I>(p, value, op, 0);
     return;
   }

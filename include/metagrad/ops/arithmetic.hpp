@@ -95,12 +95,13 @@ auto operator*(const L& a, detail::tracked b) {
 
 struct div_op {
   static constexpr const char* name = "div";
-  static constexpr auto saves = saved::both;
+  static constexpr auto saves = saved::inputs;
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a / b; }
-  // d/da (a/b) = 1/b, d/db (a/b) = -a/b^2 = -(1/b) * y
+  // d/da (a/b) = 1/b, d/db (a/b) = -a/b^2. It reads a, not the output: as torch's, the node saves
+  // b, and a only when b requires grad, so writing the quotient in place later is no error.
   // (no named temporaries: on lazy array types a local would dangle once backward returns)
-  MG_HD static constexpr auto backward(const auto&, const auto& b, const auto& y, const auto& g) {
-    return grads{g / b, -(g / b * y)};
+  MG_HD static constexpr auto backward(const auto& a, const auto& b, const auto&, const auto& g) {
+    return grads{g / b, -(g / b * (a / b))};
   }
 };
 template <class L, class R>
