@@ -3,7 +3,7 @@
 # The CUDA toolkit (nvcc, CCCL) is used where it is already installed at /usr/local/cuda.
 set -euo pipefail
 pkgs=(g++ cmake ninja-build libxtensor-dev xtl-dev libxsimd-dev libopenblas-dev
-      libgtest-dev libbenchmark-dev pkg-config)
+      libgtest-dev librapidcheck-dev libbenchmark-dev pkg-config)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

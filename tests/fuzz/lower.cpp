@@ -762,7 +762,9 @@ class builder {
         sl.node = s_[same].node;  // the op returned its operand itself
       } else if (rd.requires_grad()) {
         std::vector<int> next;
-        for (std::size_t i = 0; i < ins.in.size(); ++i) next.push_back(pre[i]);
+        // where's condition (a comparison of its first two operands) gets no gradient
+        for (std::size_t i = ins.o == op::where ? 2 : 0; i < ins.in.size(); ++i)
+          next.push_back(pre[i]);
         sl.node = add_node(name_of(ins.o), next);
         save_as_torch(sl.node, ins, rd);
       }
