@@ -1,6 +1,7 @@
 // The arithmetic family through the one harness: one line per op (broadcasting shapes where the
 // op is binary, a number on either side, integral and fractional exponents).
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -79,4 +80,97 @@ TEST_P(PowSemantics, AtZeroAsStd) {
       }
     }
   }
+}
+
+// The gradient of x^0 is 0, also at x = 0 (where p x^(p-1) would be 0 * inf = NaN) and under an
+// infinite gradient, as torch's pow_backward: through backward, pow_, double backward (the second
+// derivative of x^1 at 0, whose first derivative is x^0), forward AD and the static engine. The
+// elementwise pow's gradient of a where b == 0 is 0 likewise.
+namespace {
+void expect_exact_zeros(const mg::tensor& g, const std::string& what) {
+  ASSERT_TRUE(g.defined()) << what;
+  for (const double v : mg_test::values(g)) EXPECT_EQ(v, 0.0) << what;  // NaN is unequal
+}
+}  // namespace
+
+TEST_P(PowSemantics, GradientOfXToTheZeroIsZero) {
+  const mg::device d = GetParam();
+  const auto leaf = [&](double v) { return mg::tensor(v).to(d).requires_grad_(); };
+  const double x0 = 0.2785;
+  {  // x - x is exactly 0
+    mg::tensor x = leaf(x0);
+    mg::sum(mg::pow(x - x, 0.0) * 0.7).backward();
+    expect_exact_zeros(x.grad(), "pow(x - x, 0)");
+  }
+  {
+    mg::tensor x = leaf(x0);
+    mg::tensor v = x - x;
+    v.pow_(0.0);
+    mg::sum(v * 0.7).backward();
+    expect_exact_zeros(x.grad(), "(x - x).pow_(0)");
+  }
+  {  // packs and a tail, zeros among other bases, f32 and f64
+    const std::vector<double> xs{0.0, -0.0, 0.5, 2.0, 0.0, 1.0, 0.0, 3.0, 0.0};
+    for (const mg::dtype dt : {mg::f64, mg::f32}) {
+      mg::tensor x = mg::tensor(xt::xarray<double>(xt::adapt(xs))).to(dt).to(d).requires_grad_();
+      mg::sum(mg::pow(x, 0.0) * std::numeric_limits<double>::infinity()).backward();
+      expect_exact_zeros(x.grad(), "pow(x, 0) under an infinite gradient");
+    }
+  }
+  for (const double p : {0.0, 1.0, 2.0}) {  // 0.7 z^p at z = 0: d2/dz2 is 0, 0, 1.4
+    SCOPED_TRACE("p = " + std::to_string(p));
+    mg::tensor z = leaf(0.0);
+    const mg::tensor d1 =
+        mg::autograd::grad({mg::sum(mg::pow(z, p) * 0.7)}, {z}, {}, {.create_graph = true})[0];
+    EXPECT_EQ(mg_test::values(d1), std::vector<double>{p == 1 ? 0.7 : 0.0});
+    const mg::tensor d2 = mg::autograd::grad({d1}, {z}, {}, {.allow_unused = true})[0];
+    EXPECT_EQ(d2.defined() ? mg_test::values(d2) : std::vector<double>{0.0},
+              std::vector<double>{p == 2 ? 1.4 : 0.0});
+    mg::tensor x = leaf(x0);
+    const mg::tensor e1 =
+        mg::autograd::grad({mg::sum(mg::pow(x - x, p) * 0.7)}, {x}, {}, {.create_graph = true})[0];
+    expect_exact_zeros(e1, "d/dx pow(x - x, p)");
+    const mg::tensor e2 = mg::autograd::grad({e1}, {x}, {}, {.allow_unused = true})[0];
+    if (e2.defined()) expect_exact_zeros(e2, "d2/dx2 pow(x - x, p)");
+  }
+  {
+    mg::forward_ad::dual_level level;
+    const mg::tensor x = mg::forward_ad::make_dual(mg::tensor(x0).to(d), mg::tensor(1.0).to(d));
+    expect_exact_zeros(mg::forward_ad::unpack_dual(mg::pow(x - x, 0.0)).tangent,
+                       "the tangent of pow(x - x, 0)");
+  }
+  {
+    mg::tensor a = mg::tensor({0.0, 0.0, 2.0}).to(d).requires_grad_();
+    mg::tensor b = mg::tensor({0.0, 0.0, 0.0}).to(d).requires_grad_();
+    mg::sum(mg::pow(a, b)).backward();
+    expect_exact_zeros(a.grad(), "pow(a, b) where b == 0");
+  }
+}
+
+TEST(Arithmetic, PowZeroExponentGradientIsZeroOnTheStaticEngine) {
+  const double x0 = 0.2785;
+  const auto f0 = [](auto x) { return mg::pow(x - x, 0.0) * 0.7; };
+  EXPECT_EQ(mg::grad(f0)(x0), 0.0);
+  EXPECT_EQ(mg::grad(mg::grad(f0))(x0), 0.0);
+  const auto f1 = [](auto x) { return mg::pow(x, 1.0) * 0.7; };
+  EXPECT_EQ(mg::grad(f1)(0.0), 0.7);
+  EXPECT_EQ(mg::grad(mg::grad(f1))(0.0), 0.0);
+  EXPECT_EQ(mg::grad(mg::grad(mg::grad(f1)))(0.0), 0.0);
+  const auto f2 = [](auto x) { return mg::pow(x, 2) * 0.7; };
+  EXPECT_EQ(mg::grad(mg::grad(f2))(0.0), 1.4);
+  EXPECT_EQ(mg::grad(mg::grad(mg::grad(f2)))(0.0), 0.0);
+  const auto inf = [](auto x) {
+    return mg::pow(x - x, 0) * std::numeric_limits<double>::infinity();
+  };
+  EXPECT_EQ(mg::grad(inf)(x0), 0.0);
+
+  using arr = xt::xarray<double>;
+  const arr x{0.0, x0, 0.0, -1.0, 0.0};
+  const arr g = mg::grad([](auto x) { return mg::sum(mg::pow(x - x, 0.0) * 0.7); })(x);
+  for (const double v : g) EXPECT_EQ(v, 0.0);
+  const arr h = mg::hessian([](auto x) { return mg::sum(mg::pow(x, 1.0) * 0.7); })(x);
+  for (const double v : h) EXPECT_EQ(v, 0.0);
+  const auto [y, t] = mg::jvp([](auto x) { return mg::pow(x - x, 0.0); }, std::tuple{x},
+                              std::tuple{arr(xt::ones<double>({5}))});
+  for (const double v : arr(t)) EXPECT_EQ(v, 0.0);
 }

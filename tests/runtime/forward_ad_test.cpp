@@ -1,6 +1,7 @@
 // Forward-mode AD (mg::forward_ad): tangents of every op family against central differences,
 // mg::Function jvp (the seeds' save_for_forward example), levels and errors.
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <random>
 #include <vector>
@@ -97,6 +98,44 @@ TEST(ForwardAD, ShapedOpsByTheDoubleVjp) {
       {{3, 2}});
   check_jvp([](const tensor_list& x) { return mg::cat({x[0], x[1] * 2.0}, 0); }, {{2, 3}, {1, 3}});
   check_jvp([](const tensor_list& x) { return mg::stack({x[0], mg::cos(x[1])}, 1); }, {{3}, {3}});
+}
+
+// matmul's tangent has the output's shape where its backward gives a gradient in a broadcast
+// shape (batch dimensions broadcast, a 1-D operand promoted): every pair of 1-D, 2-D and 3-D
+// operands with size-1 and broadcast batch dimensions, both operands dual and only one.
+TEST(ForwardAD, MatmulTangentsInTheOutputsShape) {
+  std::mt19937_64 gen(11);
+  for (const std::int64_t k : {1, 2}) {
+    std::vector<mg::shape_t> as{{k}}, bs{{k}};
+    for (const std::int64_t m : {1, 3}) {
+      as.push_back({m, k});
+      bs.push_back({k, m});
+      for (const std::int64_t batch : {1, 2}) {
+        as.push_back({batch, m, k});
+        bs.push_back({batch, k, m});
+      }
+    }
+    for (const auto& sa : as) {
+      for (const auto& sb : bs) {
+        SCOPED_TRACE(mg::detail::shape_string(sa) + " @ " + mg::detail::shape_string(sb));
+        check_jvp([](const tensor_list& x) { return mg::matmul(x[0], x[1]); }, {sa, sb});
+        const tensor a(mg_test::uniform(sa, -1, 1, gen)), b(mg_test::uniform(sb, -1, 1, gen));
+        check_jvp([&](const tensor_list& x) { return mg::matmul(x[0], b); }, {sa});
+        check_jvp([&](const tensor_list& x) { return mg::matmul(a, x[0]); }, {sb});
+      }
+    }
+  }
+  // an expanded operand: [2,1,1] @ [1,1], both the same dual tensor
+  check_jvp(
+      [](const tensor_list& x) {
+        return mg::matmul(mg::expand(x[0], {2, 1, 1}), x[0]);
+      },
+      {{1, 1}});
+  fw::dual_level level;
+  const tensor a = fw::make_dual(tensor({{2.0}}), tensor({{1.0}}));
+  const tensor y = mg::matmul(a.expand({2, 1, 1}), a);  // a^2 per batch: the tangent 2a = 4
+  EXPECT_EQ(fw::unpack_dual(y).tangent.shape(), (mg::shape_t{2, 1, 1}));
+  EXPECT_EQ(values(fw::unpack_dual(y).tangent), (std::vector<double>{4, 4}));
 }
 
 TEST(ForwardAD, InputsWithoutTangentAndNoGradMode) {

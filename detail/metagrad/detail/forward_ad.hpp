@@ -194,8 +194,14 @@ void propagate_tangent(const Op& op, const tensor& out, const T&... in) {
         if (!t[k].defined()) return;
         tensor w = tangent_component<k>(b);
         if (!w.defined() || !w.requires_grad()) return;  // no dependence on g: J_k = 0
+        // a gradient in a broadcast shape (matmul's over batch dimensions, or with a 1-D operand
+        // promoted), which the engine sums back to the input's shape: <sum_to(w), t> is
+        // <w, t expanded>, so the tangent is expanded to w's shape instead
+        tensor u = t[k].to(w.dtype());
+        if (u.shape() != w.shape() && broadcastable_to(u.shape(), w.shape()))
+          u = lazy<lazy_v<Op>>(u).expand(w.shape());
         ws.push_back(std::move(w));
-        us.push_back(t[k].to(ws.back().dtype()));
+        us.push_back(std::move(u));
       };
       (one(std::integral_constant<std::size_t, I>{}), ...);
       if (!ws.empty()) {

@@ -147,9 +147,13 @@ struct pow_op {
   bool integer_exponent = false;  // p was given as an integer >= 0: i64 stays i64 (torch)
   constexpr bool integral_result() const { return integer_exponent; }
   MG_HD constexpr auto forward(const auto& x) const { return detail::power(x, p); }
-  // d/dx x^p = p * x^(p-1)
+  // d/dx x^p = p * x^(p-1); for p = 0 exactly 0 (torch), also at x = 0, where 0 * x^-1 would be
+  // NaN, and for an infinite g. With p = 0 the select's other branch reads x^0 = 1 rather than
+  // x^-1: double backward differentiates that branch too (with a zero gradient), and 0 * x^-2
+  // would be NaN there.
   MG_HD constexpr auto backward(const auto& x, const auto&, const auto& g) const {
-    return g * (p * detail::power(x, p - 1));
+    using detail::select;
+    return select(p == 0, 0, g * (p * detail::power(x, p == 0 ? 0.0 : p - 1)));
   }
 };
 template <class X, class P>
