@@ -48,14 +48,17 @@ class dual_level {
 };
 
 namespace detail_fw {
-// A view of t (same elements), recorded as an identity when t requires grad, without tangent.
-// make_dual and unpack_dual are templates in name only (Note [Lazy members]).
+// A view of t (same elements), recorded as an identity when t requires grad, without tangent:
+// it (and any view of it) does not read its base's tangent either, as torch's primal is a view
+// that is not forward differentiable. make_dual and unpack_dual are templates in name only
+// (Note [Lazy members]).
 template <int I>
 tensor differentiable_alias(const tensor& t) {
   mg::detail::suspend_tangents off;
   const auto& ti = *t.impl();
   const tensor v = mg::detail::view_of(t, ti.shape, ti.strides);
   v.impl()->offset = ti.offset;
+  v.impl()->own_tangent_only = true;
   return mg::detail::record(reshape_op{{.shape = ti.shape, .view = true}}, mg::detail::lazy<I>(v),
                             t);
 }

@@ -269,7 +269,7 @@ struct fused_fn {
     const bool f32_only = ((x.dtype() == f32) && ...);
     (check_cpu(x), ...);  // on device cuda: mg::cuda::vjp over device arrays
     // forward-mode AD: f op by op, each op giving its output a tangent
-    if (forward_ad_active() && ((x.impl()->tangent != nullptr) || ...)) return tensor(f(x...));
+    if (forward_ad_active() && (has_tangent(*x.impl()) || ...)) return tensor(f(x...));
     const bool record = grad_mode() && (x.requires_grad() || ...);
     auto n = record ? make_node<fused_node<F, N>>(f) : nullptr;
     tensor y;

@@ -166,12 +166,14 @@ class tensor {
   std::uint64_t version() const { return checked("version").store->version; }
 
   /// Does a gradient flow to this tensor? (A view of a tensor written in place since it was made
-  /// does when its base does: its history is the base's new one, which grad_fn() and ops read.)
+  /// does exactly when its base does: its history is the base's new one, which grad_fn() and
+  /// ops read.)
   bool requires_grad() const {
     if (!impl_) return false;
     const detail::tensor_impl& t = *impl_;
-    return detail::requires_grad(t) || (t.is_view && t.base && t.store->version != t.view_version &&
-                                        detail::requires_grad(*t.base));
+    if (t.is_view && t.base && t.store->version != t.view_version)
+      return (t.requires_grad && !t.grad_fn) || detail::requires_grad(*t.base);
+    return detail::requires_grad(t);
   }
   template <int = 0>  // Note [Lazy members]
   tensor& requires_grad_(bool on = true);

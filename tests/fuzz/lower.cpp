@@ -188,7 +188,8 @@ class builder {
     if (impl.is_view && impl.store->version != sl.seen) {
       const int b = impl.base ? slot_of_impl(impl.base.get()) : -1;
       sl.seen = impl.store->version;
-      if (b >= 0 && s_[b].d.requires_grad()) sl.node = add_node("as_strided", {effective(b)});
+      // a base that no longer requires grad leaves the view without history
+      if (b >= 0) sl.node = s_[b].d.requires_grad() ? add_node("as_strided", {effective(b)}) : -1;
     }
     return sl.d.requires_grad() ? sl.node : -1;
   }
@@ -215,9 +216,6 @@ class builder {
     const auto rg = [&](std::size_t i) { return opnd(i).requires_grad(); };
     switch (ins.o) {
       case op::number_div:  // torch: reciprocal(x) * n saves an intermediate; the library x
-        save(n, opnd(0), true);
-        break;
-      case op::expand:  // the library's expand saves its input (docs/ops.md, Not yet)
         save(n, opnd(0), true);
         break;
       case op::mul: case op::dot: case op::outer:
@@ -775,9 +773,10 @@ class builder {
     // in place
     used_[target] = false;  // the written tensor is a result again
     if (!rd.requires_grad()) return;
-    const bool reads_self = ins.o != op::copy_ && ins.o != op::fill_ && ins.o != op::zero_;
+    // every in-place node has an edge to the tensor's old history (copy_, fill_ and zero_
+    // send it zeros, torch's CopyBackwards and FillBackward)
     std::vector<int> next;
-    if (reads_self) next.push_back(pre[0]);
+    next.push_back(pre[0]);
     for (std::size_t i = 1; i < ins.in.size(); ++i) next.push_back(pre[i]);
     const int w = add_node(name_of(ins.o), next);
     // mul_ and div_ save their tensor operand as torch does (the old value is a copy)

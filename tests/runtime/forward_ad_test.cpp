@@ -283,6 +283,43 @@ TEST(ForwardAD, InPlaceWritesThroughViewsUpdateTheBasesTangent) {
   EXPECT_FALSE(fw::unpack_dual(f).tangent.defined());
 }
 
+// torch: a view's forward grad is derived from its base's (a view of it) when the base has one,
+// so a view made before an in-place write gave its base a tangent sees that tangent; the primal
+// unpack_dual returns is a view without one.
+TEST(ForwardAD, AViewMadeBeforeItsBaseHadATangentReadsTheBases) {
+  // against central differences: a view of a view, written through the base
+  check_jvp(
+      [](const tensor_list& x) {
+        tensor b = mg::ones({2}, {.dtype = mg::f64});
+        const tensor v = b.reshape({2, 1}).t();
+        b.mul_(x[0]);
+        return mg::sin(v) * x[0];
+      },
+      {{2}});
+
+  const double x0 = 0.27853384955004801;
+  fw::dual_level level;
+  const tensor xd = fw::make_dual(tensor(x0), tensor(1.0));
+  tensor c(1.0328);
+  const tensor u = c.unsqueeze(0);  // no tangent yet
+  c.add_(xd);                       // c's tangent: 1
+  EXPECT_EQ(values(fw::unpack_dual(u).tangent), (std::vector<double>{1}));
+  EXPECT_EQ(fw::unpack_dual(mg::sum(u * 0.7)).tangent.item<double>(), 0.7);
+
+  tensor r{1.0328};
+  const tensor t = r.transpose(0, 0), e = r.expand({3});
+  r.mul_(xd);  // r = 1.0328 x: tangent 1.0328
+  EXPECT_DOUBLE_EQ(fw::unpack_dual(mg::sum(t * 0.7)).tangent.item<double>(), 0.7 * 1.0328);
+  EXPECT_DOUBLE_EQ(fw::unpack_dual(mg::sum(e * tensor{0.7, -0.2, 0.1})).tangent.item<double>(),
+                   (0.7 - 0.2 + 0.1) * 1.0328);
+
+  // the primal has no tangent, nor does a view of it
+  const auto [p, tp] = fw::unpack_dual(c);
+  EXPECT_EQ(tp.item<double>(), 1.0);
+  EXPECT_FALSE(fw::unpack_dual(p * 2.0).tangent.defined());
+  EXPECT_FALSE(fw::unpack_dual(p.unsqueeze(0) * 2.0).tangent.defined());
+}
+
 // The tangents of in-place ops through views against central differences: f writes a slice of
 // a copy of its input in place.
 TEST(ForwardAD, InPlaceThroughAViewAgainstFiniteDifferences) {

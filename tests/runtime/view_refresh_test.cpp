@@ -22,3 +22,20 @@ TEST(ViewRefresh, IncrementVersionAloneRecordsTheViewsNewHistory) {
   // y = sum over i in {1, 2} of (2 x_i)^2, so dy/dx_i = 8 x_i there and 0 elsewhere
   EXPECT_EQ(mg_test::values(x.grad()), (std::vector<double>{0, 16, 24, 0}));
 }
+
+// torch regenerates a view whatever op made it: an expanded view (stride 0) reads its base's new
+// history as expand of as_strided of the base (as_strided alone cannot sum over the locations
+// several elements share).
+TEST(ViewRefresh, AnExpandedViewReadsTheBasesNewHistory) {
+  const mg::tensor x = mg::tensor({1., 2.}).requires_grad_();
+  const mg::tensor base = x * x;
+  const mg::tensor view = base.expand({3, 2}).t();  // [2, 3], strides [1, 0]
+  mg::autograd::increment_version(base);
+  EXPECT_EQ(view.grad_fn()->name(), std::string("expand"));
+  const mg::tensor w{{1., 2., 3.}, {4., 5., 6.}};
+  // y = sum_j x_j^2 s_j with s the row sums of w (6 and 15): dy/dx_j = 2 s_j x_j
+  const auto g = mg::autograd::grad({(view * w).sum()}, {x}, {}, {.create_graph = true});
+  EXPECT_EQ(mg_test::values(g[0]), (std::vector<double>{12, 60}));
+  g[0].sum().backward();  // d/dx_j 2 s_j x_j = 2 s_j
+  EXPECT_EQ(mg_test::values(x.grad()), (std::vector<double>{12, 30}));
+}

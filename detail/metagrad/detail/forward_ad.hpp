@@ -28,8 +28,6 @@
 
 namespace mg::detail {
 
-inline tensor tangent_of(const tensor_impl& t) { return tensor(t.tangent); }
-
 // Gives t the tangent r (op and output k name it in errors): same shape and device, t's
 // floating dtype. (A template in name only: Note [Lazy members].)
 template <int I>
@@ -72,7 +70,9 @@ void set_tangent(const impl_ptr& p, tensor r, const char* op, std::size_t k) {
 //   - a view without one gets its region of the base's tangent (zeros, made for the base if it
 //     had none), and the new tangent is copied there;
 //   - a tensor written without a tangent while its tangent (or its base's) is there gets zeros
-//     in its place.
+//     in its place;
+//   - a view without a tangent of its own is read (tangent_of) as its region of its base's
+//     tangent, so a view made before its base got a tangent sees the base's.
 // So the tangents a tensor is given are its own (set_tangent copies a tangent another tensor
 // shares), and a write through one never reaches an unrelated tensor. detach_() drops a tangent.
 inline bool takes_tangent(const tensor_impl& tangent, const tensor_impl& t) {
@@ -97,6 +97,17 @@ inline impl_ptr base_tangent_region(const tensor_impl& t) {
 // The tangent an in-place op reads from t: its own, or its region of its base's.
 inline impl_ptr tangent_for_write(const tensor_impl& t) {
   return t.tangent ? t.tangent : base_tangent_region(t);
+}
+
+// The tangent ops read from t: its own; for a view without one (made before its base had a
+// tangent), its region of its base's, as torch derives a view's forward grad from its base's.
+// unpack_dual's primal, make_dual's result, a view detach_()ed and views of them
+// (own_tangent_only) read only their own.
+inline tensor tangent_of(const tensor_impl& t) {
+  return tensor(t.tangent || t.own_tangent_only ? t.tangent : base_tangent_region(t));
+}
+inline bool has_tangent(const tensor_impl& t) {
+  return t.tangent || (t.is_view && t.base && t.base->tangent && !t.own_tangent_only);
 }
 
 // Gives p the tangent tr (null: none) of an in-place write's result (Note [Tangents of in-place
@@ -227,7 +238,7 @@ void propagate_tangent(const Op& op, const tensor& out, const T&... in) {
 template <int I = 0>
 void cat_tangent(const tensor_list& xs, std::int64_t dim, const tensor& out) {
   bool any = false;
-  for (const auto& x : xs) any = any || x.impl()->tangent != nullptr;
+  for (const auto& x : xs) any = any || has_tangent(*x.impl());
   if (!any || !is_floating(out.dtype())) return;
   suspend_tangents off;
   tensor_list ts;

@@ -60,6 +60,7 @@ struct tensor_impl {
   bool is_view = false;        // made by a view op (slice, select, reshape...): shares a base
   bool is_inference = inference_mode();
   bool wrapped_number = false;        // a 0-d tensor made from a C++ number operand
+  bool own_tangent_only = false;      // a view that never reads its base's tangent (forward_ad.hpp)
   std::uint32_t output_nr = 0;        // which output of grad_fn this tensor is
   std::uint32_t hook_self_refs = 0;   // See Note [Hooks that capture their tensor]
   view_origin origin{};               // views: made by unbind, split or chunk (or a view of one)

@@ -259,6 +259,7 @@ inline tensor view_of(const tensor& t, shape_t shape, shape_t strides) {
   v->is_view = true;
   v->base = x.base ? x.base : t.impl();
   v->origin = x.origin;  // a view of an output of unbind, split or chunk inherits its rule
+  v->own_tangent_only = x.own_tangent_only;  // a view of unpack_dual's primal has no tangent
   v->view_version = x.store->version;
   v->shape = std::move(shape);
   v->strides = std::move(strides);

@@ -129,6 +129,37 @@ inline tensor as_strided_op::backward(const auto&, const auto&, const auto& g) c
   return call(as_strided_backward_op{geo}, g);
 }
 
+// The results of fill_ and copy_ (Note [In-place ops]), recorded as torch records them
+// (FillBackward, CopyBackwards): the tensor's old value, input 0, is overwritten, so its gradient
+// is zero, but it keeps its edge, and a tensor that required grad still does after the write.
+struct fill_op {
+  static constexpr const char* name = "fill";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::nothing;
+  double value;
+  tensor forward(const auto& x) const {
+    return mg::full(x.shape(), value, {.dtype = x.dtype(), .device = x.device()});
+  }
+  // d/dx: 0 (x is overwritten)
+  tensor backward(const auto&, const auto&, const auto& g) const { return mg::zeros_like(g); }
+};
+// src (already in the tensor's dtype and on its device) broadcast to the tensor's shape. Only
+// the shapes are saved: the source may be a view of the tensor it is written into.
+struct copy_op {
+  static constexpr const char* name = "copy";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::input_shapes;
+  tensor forward(const auto& dst, const auto& src) const {
+    const tensor_impl& s = *src.impl();
+    if (s.shape == dst.shape()) return tensor(alias_of(s));  // a fresh impl: record gives it a node
+    return algebra_impl<tensor>::broadcast(src, dst.shape());
+  }
+  // d/ddst: 0 (overwritten); d/dsrc: g summed over the broadcast dimensions
+  auto backward(const auto&, const auto& src, const auto&, const auto& g) const {
+    return grads{mg::zeros_like(g), mg::sum_to(g, shape_of(src))};
+  }
+};
+
 // The history of a base written in place through a view (torch's CopySlices): input 0 is the
 // base before the write (it gets g outside the view), input 1 the value written (g inside). A
 // template in name only (Note [View refresh]).
@@ -163,14 +194,30 @@ inline std::atomic<view_recorder>& view_refresher() {
   return f;
 }
 
+// An expanded view (several elements on one location, which as_strided_backward cannot sum)
+// reads the base as expand of as_strided: its geometry with each stride-0 dimension of extent 1,
+// which views each location once, expanded back to the view's shape (torch's ExpandBackward
+// sums the gradient over those dimensions).
 template <int I>
 void record_view_history(tensor_impl& t) {
   const tensor_impl& b = *t.base;
   grad_mode_guard on(true);
-  const strided_geometry geo{t.shape, t.strides, t.offset - b.offset, b.shape};
+  suspend_tangents off;  // only the history is wanted (tangent_of reads the view's tangent)
+  strided_geometry geo{t.shape, t.strides, t.offset - b.offset, b.shape};
   const tensor view(alias_of(t));
-  const tensor v = mg::detail::record(as_strided_op{geo}, lazy<I>(view), tensor(t.base));
+  tensor v;
+  if (t.is_expanded()) {
+    for (std::size_t i = 0; i < geo.shape.size(); ++i)
+      if (geo.strides[i] == 0) geo.shape[i] = 1;
+    const tensor once(alias_of(t));
+    once.impl()->shape = geo.shape;
+    const tensor u = mg::detail::record(as_strided_op{geo}, lazy<I>(once), tensor(t.base));
+    v = mg::detail::record(expand_op{t.shape}, lazy<I>(view), u);
+  } else {
+    v = mg::detail::record(as_strided_op{geo}, lazy<I>(view), tensor(t.base));
+  }
   t.grad_fn = v.impl()->grad_fn;
+  t.output_nr = v.impl()->output_nr;
 }
 
 // Bumps the version counter of t's storage (Note [Version counter]).
@@ -189,8 +236,12 @@ void refresh_view(tensor_impl& t) {
     return;
   }
   t.view_version = t.store->version;
-  if (!requires_grad(b) || !b.is_contiguous()) return;
-  if (t.is_expanded()) return;  // overlapping: see Note [Views and...]
+  if (!requires_grad(b)) {  // the base's value no longer depends on the view's old history
+    t.grad_fn.reset();
+    t.output_nr = 0;
+    return;
+  }
+  if (!b.is_contiguous()) return;
   const view_recorder record_view = view_refresher().load(std::memory_order_relaxed);
   if (!record_view)
     fail("a view of shape ", shape_string(t.shape),
@@ -205,7 +256,9 @@ void refresh_view(tensor_impl& t) {
 // node that saved the old value then fails at backward, naming itself and both versions. A leaf
 // that requires grad cannot be written in grad mode. A write through a view gives its base a
 // copy_slices node (the old base outside the view, the result inside), and the view becomes
-// as_strided of the base (torch's CopySlices).
+// as_strided of the base (torch's CopySlices). fill_ and copy_ compute fill_op and copy_op of the
+// current value, so a tensor that requires grad keeps a node whose edge to its old history
+// carries zeros (torch's FillBackward, CopyBackwards).
 template <class F>
 tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool saves_self,
                  const call_site& site, F&& compute) {
@@ -741,20 +794,17 @@ tensor& tensor::copy_(const tensor& src, call_site site) {
                  " does not broadcast to the destination's shape ", detail::shape_string(si.shape));
   const mg::dtype d = si.dtype();
   const mg::device dev = si.device();
-  const shape_t shape = si.shape;
   return detail::in_place(
-      detail::lazy<I>(*this), "copy_", src.requires_grad(), false, site,
-      [&](const tensor&) { return mg::expand(detail::lazy<I>(src).to(d).to(dev), shape); });
+      detail::lazy<I>(*this), "copy_", src.requires_grad(), false, site, [&](const tensor& x) {
+        return detail::call(detail::copy_op{}, x, detail::lazy<I>(src).to(d).to(dev));
+      });
 }
 template <int I>
 tensor& tensor::fill_(double value, call_site site) {
-  const auto& si = detail::operand(*this, "fill_");
-  const mg::dtype d = si.dtype();
-  const mg::device dev = si.device();
-  const shape_t shape = si.shape;
-  return detail::in_place(detail::lazy<I>(*this), "fill_", false, false, site, [&](const tensor&) {
-    return full(shape, value, {.dtype = d, .device = dev});
-  });
+  detail::operand(*this, "fill_");
+  return detail::in_place(
+      detail::lazy<I>(*this), "fill_", false, false, site,
+      [&](const tensor& x) { return detail::call(detail::fill_op{value}, detail::lazy<I>(x)); });
 }
 template <int I>
 tensor& tensor::zero_(call_site site) {
@@ -841,6 +891,7 @@ tensor& tensor::detach_() {
   t.output_nr = 0;
   t.requires_grad = false;
   t.tangent.reset();  // as torch's detach_: the tensor leaves forward-mode AD too
+  if (t.is_view) t.own_tangent_only = true;  // nor through its base's
   return *this;
 }
 

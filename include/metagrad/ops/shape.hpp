@@ -19,10 +19,12 @@ namespace mg {
 
 // Note [Views and in-place writes]: a view op's backward reads only its input's shape
 // (saved::input_shapes or nothing), so writing the input in place afterwards is no error. A view
-// remembers its base and the version its grad_fn reflects; used after the base was written in
-// place, it first gets a fresh grad_fn, as_strided of the base's current history (refresh_view
-// in tensor_members.hpp), as torch regenerates views. expand keeps saved::inputs: its views
-// overlap, which as_strided cannot differentiate, so a stale expand fails with the version error.
+// remembers its base and the version its grad_fn reflects; used after the base (or another view
+// of it) was written in place, it first gets a fresh grad_fn, as_strided of the base's current
+// history (refresh_view in tensor_members.hpp), whatever op made it, as torch regenerates views.
+// An expanded view (stride 0: several elements on one location) gets expand of as_strided, the
+// as_strided viewing each location once. A view whose base no longer requires grad after the
+// write (detach_() then a write) loses its old history.
 
 // The public functions, declared first: each op's backward names the others.
 template <class X>
@@ -46,7 +48,7 @@ struct expand_op {
   static constexpr const char* name = "expand";
   static constexpr bool elementwise = false;
   static constexpr auto linear = linearity::jointly;
-  static constexpr auto saves = saved::inputs;
+  static constexpr auto saves = saved::input_shapes;
   shape_t shape;
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::broadcast(x, shape); }
   // d/dx expand(x) = g summed back over the broadcast dimensions
