@@ -196,7 +196,8 @@ class builder {
   void save(int n, const mg::tensor& t, bool ambiguous = false) {
     nodes_[n].saved.push_back({t.impl()->store, t.impl()->store->version, ambiguous, false});
   }
-  // Note [Lenient saves]: torch saves these, the library does not: the composites (logsumexp,
+  // Note [Lenient saves]: torch saves these, the library does not: pow(a, b)'s result when b
+  // needs no gradient, the composites (logsumexp,
   // softmax, log_softmax and mse_loss are built of other ops, which save their own
   // intermediates) and the in-place ops whose gradient reads their result (exp_, sqrt_, tanh_,
   // sigmoid_, relu_ keep it apart from the tensor they write). Overwriting one may raise torch's
@@ -240,10 +241,11 @@ class builder {
         save_lenient(n, opnd(0));
         save_lenient(n, opnd(1));
         break;
-      case op::pow_tensor:
+      case op::pow_tensor:  // torch keeps the result even when only a requires grad
         save(n, opnd(0));
         save(n, opnd(1));
-        save(n, result);
+        if (rg(1)) save(n, result);
+        else save_lenient(n, result);
         break;
       case op::number_pow:
         save(n, opnd(0));
