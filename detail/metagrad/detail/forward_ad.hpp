@@ -124,21 +124,18 @@ void in_place_tangent(const impl_ptr& p, const impl_ptr& tr, const char* op) {
   suspend_tangents off;
   tensor value = tr ? tensor(tr) : zeros(t.shape, {.dtype = t.dtype(), .device = t.device()});
   if (value.dtype() != t.dtype()) value = lazy<I>(value).to(t.dtype());
-  if (value.requires_grad()) {  // a tangent with a graph (forward-over-reverse)
-    // written into the tangent by a recorded copy_, so that views of it (the tangents of t's
-    // views) see the write; a user's leaf tangent that requires grad is replaced instead
-    if (t.tangent && takes_tangent(*t.tangent, t) &&
-        !(t.tangent->requires_grad && !t.tangent->grad_fn)) {
-      tensor tangent(t.tangent);
-      lazy<I>(tangent).copy_(value);
-      return;
-    }
-    set_tangent<I>(p, value, op, 0);
-    return;
-  }
-  if (t.tangent && takes_tangent(*t.tangent, t)) {
-    if (t.tangent->store != value.impl()->store || t.tangent->offset != value.impl()->offset)
-      copy_into(*t.tangent, *value.impl());
+  // A tangent with a graph (forward over reverse) is written by a recorded copy_, so that it
+  // keeps its history; either way views of the tangent (the tangents of t's views) see it.
+  const bool graph = value.requires_grad();
+  const auto write = [&](tensor dst) {
+    if (graph) lazy<I>(dst).copy_(value);
+    else if (dst.impl()->store != value.impl()->store || dst.impl()->offset != value.impl()->offset)
+      copy_into(*dst.impl(), *value.impl());
+  };
+  // (a user's leaf tangent that requires grad cannot be written by a recorded copy_: replaced)
+  if (t.tangent && takes_tangent(*t.tangent, t) &&
+      !(graph && t.tangent->requires_grad && !t.tangent->grad_fn)) {
+    write(tensor(t.tangent));
     return;
   }
   if (t.is_view && t.base && t.base->is_contiguous() && t.base->device() == t.device()) {
@@ -149,8 +146,9 @@ void in_place_tangent(const impl_ptr& p, const impl_ptr& tr, const char* op) {
       set_tangent<I>(t.base, fresh, op, 0);
     }
     if (impl_ptr region = base_tangent_region(t)) {
-      copy_into(*region, *value.impl());
-      set_tangent<I>(p, tensor(std::move(region)), op, 0);
+      tensor r(std::move(region));
+      write(r);
+      set_tangent<I>(p, r, op, 0);
       return;
     }
   }
