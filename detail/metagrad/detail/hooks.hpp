@@ -188,10 +188,10 @@ tensor_hook_fn make_tensor_hook(const F& fn) {
 template <int = 0>
 hook_handle add_tensor_hook(const impl_ptr& t, const std::function<tensor_hook_fn()>& make,
                             const char* api, bool sees_undefined = false) {
+  refresh_view(*t);  // first: a view of a base written in place since gets the base's history
   if (!requires_grad(*t))
     fail(api, ": cannot register a hook on a tensor that does not require grad (shape ",
          shape_string(t->shape), "); call requires_grad_() on the leaf first");
-  refresh_view(*t);
   const long before = t.use_count();
   tensor_hook_fn fn = make();
   const long refs = std::max(0L, t.use_count() - before);
