@@ -656,9 +656,14 @@ class builder {
   }
 
   // Whether the op's operands keep it where central differences hold (float64 values).
-  bool in_domain(const instr& ins) const {
+  // In both runs: rounding to float32 can move a value across a kink or break a tie.
+  bool in_domain(const instr& ins) const { return in_domain(ins, false) && in_domain(ins, true); }
+  bool in_domain(const instr& ins, bool declared) const {
     mg::no_grad_guard ng;
-    const auto a = [&](std::size_t i) -> const mg::tensor& { return s_[ins.in[i]].m; };
+    const auto a = [&](std::size_t i) -> mg::tensor {
+      const slot& sl = s_[ins.in[i]];
+      return declared ? sl.d.detach().to(mg::f64) : sl.m;
+    };
     switch (ins.o) {
       case op::div: return nonzero(a(1));
       case op::number_div: case op::reciprocal: return nonzero(a(0));
@@ -685,7 +690,7 @@ class builder {
         return p >= 0 || nonzero(a(0));
       }
       case op::max: case op::min: {
-        const mg::tensor& x = a(0);
+        const mg::tensor x = a(0);
         const bool mx = ins.o == op::max;
         const mg::tensor e = ins.flag ? (mx ? mg::max(x, ins.ints[0], true)
                                             : mg::min(x, ins.ints[0], true))
