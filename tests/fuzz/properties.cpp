@@ -281,8 +281,9 @@ std::optional<std::string> check(const program& p, const check_options& o) {
                         {.side_regions = true}, 0});
     variants.push_back({"backward on another thread", {.other_thread = true}, 0});
     variants.push_back({"independent instructions reordered", {.reorder = true}, 1e-12});
-    variants.push_back({"elementwise instructions as mg::fuse nodes (the static engine)",
-                        {.fuse = true}, 1e-11});
+    if (fuse_available())
+      variants.push_back({"elementwise instructions as mg::fuse nodes (the static engine)",
+                          {.fuse = true}, 1e-11});
     if (o.device && device_available() && !uses(p, {op::matmul, op::dot, op::outer})) {
       variants.push_back({"device cuda (the Thrust backend)", {.device = mg::device::cuda}, 1e-11});
       variants.push_back({"device cuda with save_on_cpu_guard",

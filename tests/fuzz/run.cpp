@@ -52,13 +52,21 @@ mg::tensor condition(comparison c, const mg::tensor& a, const mg::tensor& b) {
 }
 
 // An elementwise unary op through mg::fuse (the static engine's expression, one node).
+// (Not in the Debug builds: the ASan leg spends its compile time elsewhere, Note [Fuzzer
+// compile time] in CMakeLists.txt.)
 template <class F>
-mg::tensor unary(bool fuse, const mg::tensor& x, F f) {
-  return fuse ? mg::fuse([f](auto a) { return f(a); })(x) : f(x);
+mg::tensor unary([[maybe_unused]] bool fuse, const mg::tensor& x, F f) {
+#ifndef MG_FUZZ_NO_FUSE
+  if (fuse) return mg::fuse([f](auto a) { return f(a); })(x);
+#endif
+  return f(x);
 }
 template <class F>
-mg::tensor binary(bool fuse, const mg::tensor& a, const mg::tensor& b, F f) {
-  return fuse ? mg::fuse([f](auto p, auto q) { return f(p, q); })(a, b) : f(a, b);
+mg::tensor binary([[maybe_unused]] bool fuse, const mg::tensor& a, const mg::tensor& b, F f) {
+#ifndef MG_FUZZ_NO_FUSE
+  if (fuse) return mg::fuse([f](auto p, auto q) { return f(p, q); })(a, b);
+#endif
+  return f(a, b);
 }
 
 std::vector<std::int64_t> tail(const std::vector<std::int64_t>& v, std::size_t from) {
@@ -201,6 +209,14 @@ mg::tensor apply(const instr& ins, const std::vector<mg::tensor>& v, bool fuse, 
     default: break;
   }
   throw std::logic_error("mg_fuzz::apply: unknown op");
+}
+
+bool fuse_available() {
+#ifdef MG_FUZZ_NO_FUSE
+  return false;
+#else
+  return true;
+#endif
 }
 
 bool device_available() {

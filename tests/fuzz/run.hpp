@@ -37,6 +37,9 @@ struct run_result {
 // Thrust backend, on the CPU's OMP or CPP device system).
 bool device_available();
 
+// Whether the `fuse` variant runs instructions as mg::fuse nodes in this build.
+bool fuse_available();
+
 // The inputs as tensors of the variant's dtype and device (leaves; requires_grad per input).
 std::vector<mg::tensor> make_inputs(const program& p, const variant& v,
                                     const std::vector<std::vector<double>>* data = nullptr);
