@@ -22,7 +22,8 @@ static_assert(all_static_ops(mg::builtin_ops{}), "every built-in op is a StaticO
 static_assert(saves_of<mg::add_op>() == mg::saved::nothing);
 static_assert(saves_of<mg::mul_op>() == mg::saved::inputs);
 static_assert(saves_of<mg::exp_op>() == mg::saved::output);
-static_assert(saves_of<mg::div_op>() == mg::saved::both);
+static_assert(saves_of<mg::div_op>() == mg::saved::inputs);  // b, and a when b needs grad
+static_assert(saves_of<mg::pow_elementwise_op>() == mg::saved::both);
 static_assert(saves_of<mg::where_op>() == mg::saved::inputs);
 
 // Elementwise or not, differentiable or not.
