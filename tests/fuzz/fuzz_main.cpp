@@ -17,10 +17,12 @@ int main(int argc, char** argv) {
   using clock = std::chrono::steady_clock;
   const double seconds = argc > 1 ? std::atof(argv[1]) : 60;
   const std::filesystem::path folder = argc > 2 ? argv[2] : "fuzz-failures";
-  const std::uint64_t first = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : std::random_device{}();
+  const std::uint64_t first =
+      argc > 3 ? std::strtoull(argv[3], nullptr, 10) : std::random_device{}();
   const auto gen = mg_fuzz::raw_programs();
   const auto start = clock::now();
-  const auto until = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
+  const auto until =
+      start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
   auto report_at = start + std::chrono::seconds(10);
   long programs = 0, failures = 0;
   std::set<std::string> kinds;

@@ -15,15 +15,14 @@ namespace mg_fuzz {
 
 inline rc::Gen<raw_input> raw_inputs() {
   using u8 = std::uint8_t;
-  return rc::gen::map(
-      rc::gen::tuple(rc::gen::inRange<u8>(0, 4), rc::gen::inRange<u8>(0, 4),
-                     rc::gen::inRange<u8>(0, 4), rc::gen::inRange<u8>(0, 4),
-                     rc::gen::arbitrary<bool>(), rc::gen::arbitrary<bool>()),
-      [](const std::tuple<u8, u8, u8, u8, bool, bool>& t) {
-        raw_input r;
-        std::tie(r.rank, r.dims[0], r.dims[1], r.dims[2], r.f32, r.constant) = t;
-        return r;
-      });
+  return rc::gen::map(rc::gen::tuple(rc::gen::inRange<u8>(0, 4), rc::gen::inRange<u8>(0, 4),
+                                     rc::gen::inRange<u8>(0, 4), rc::gen::inRange<u8>(0, 4),
+                                     rc::gen::arbitrary<bool>(), rc::gen::arbitrary<bool>()),
+                      [](const std::tuple<u8, u8, u8, u8, bool, bool>& t) {
+                        raw_input r;
+                        std::tie(r.rank, r.dims[0], r.dims[1], r.dims[2], r.f32, r.constant) = t;
+                        return r;
+                      });
 }
 
 inline rc::Gen<raw_instr> raw_instrs() {
@@ -47,7 +46,7 @@ inline rc::Gen<raw_program> raw_programs() {
       rc::gen::tuple(rc::gen::resize(3, rc::gen::container<std::vector<raw_input>>(
                                             rc::gen::resize(100, raw_inputs()))),
                      rc::gen::scale(0.16, rc::gen::container<std::vector<raw_instr>>(
-                                               rc::gen::resize(100, raw_instrs()))),
+                                              rc::gen::resize(100, raw_instrs()))),
                      rc::gen::arbitrary<std::uint32_t>()),
       [](const std::tuple<std::vector<raw_input>, std::vector<raw_instr>, std::uint32_t>& t) {
         raw_program p;
@@ -61,8 +60,10 @@ inline rc::Gen<raw_program> raw_programs() {
 inline std::optional<std::string> failure_of(const raw_program& raw, const check_options& o = {}) {
   const lowered l = lower(raw);
   std::optional<std::string> f;
-  if (!l.failure.empty()) f = l.failure;
-  else f = check(l.p, o);
+  if (!l.failure.empty())
+    f = l.failure;
+  else
+    f = check(l.p, o);
   if (f) *f += "\nthe program:\n" + to_mg_code(l.p);
   return f;
 }

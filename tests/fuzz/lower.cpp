@@ -17,7 +17,7 @@
 namespace mg_fuzz {
 namespace {
 
-constexpr double margin = 0.05;   // distance kept from kinks, poles and ties
+constexpr double margin = 0.05;  // distance kept from kinks, poles and ties
 constexpr double largest = 1e3;  // largest magnitude of a value
 
 using storage_ptr = std::shared_ptr<mg::detail::storage>;
@@ -109,8 +109,8 @@ class builder {
       for (const auto& r : raw_.code) step(r);
       finish();
     } catch (const mg::error& e) {
-      out.failure = std::string("the library raised an error while running the program: ") +
-                    e.what();
+      out.failure =
+          std::string("the library raised an error while running the program: ") + e.what();
     }
     out.p = p_;
     return out;
@@ -138,8 +138,8 @@ class builder {
       for (int d = 0; d < std::min<int>(r.rank, 3); ++d) in.shape.push_back(1 + r.dims[d] % 4);
       in.dtype = r.f32 ? mg::f32 : mg::f64;
       in.requires_grad = !r.constant || i == 0;
-      const auto count = std::accumulate(in.shape.begin(), in.shape.end(), std::int64_t{1},
-                                         std::multiplies<>());
+      const auto count =
+          std::accumulate(in.shape.begin(), in.shape.end(), std::int64_t{1}, std::multiplies<>());
       for (std::int64_t e = 0; e < count; ++e) in.data.push_back(uniform(-1.5, 1.5));
       p_.inputs.push_back(in);
     }
@@ -219,7 +219,9 @@ class builder {
       case op::number_div:  // torch: reciprocal(x) * n saves an intermediate; the library x
         save(n, opnd(0), true);
         break;
-      case op::mul: case op::dot: case op::outer:
+      case op::mul:
+      case op::dot:
+      case op::outer:
         if (rg(1)) save(n, opnd(0));
         if (rg(0)) save(n, opnd(1));
         break;
@@ -233,7 +235,9 @@ class builder {
         save(n, opnd(1));
         if (rg(1)) save(n, opnd(0));
         break;
-      case op::maximum: case op::minimum: case op::atan2:
+      case op::maximum:
+      case op::minimum:
+      case op::atan2:
         save(n, opnd(0));
         save(n, opnd(1));
         break;
@@ -244,29 +248,49 @@ class builder {
       case op::pow_tensor:  // torch keeps the result even when only a requires grad
         save(n, opnd(0));
         save(n, opnd(1));
-        if (rg(1)) save(n, result);
-        else save_lenient(n, result);
+        if (rg(1))
+          save(n, result);
+        else
+          save_lenient(n, result);
         break;
       case op::number_pow:
         save(n, opnd(0));
         save(n, result);
         break;
-      case op::log: case op::log1p: case op::abs: case op::sin: case op::cos: case op::erf:
-      case op::square: case op::softplus: case op::clamp: case op::pow_scalar: case op::var:
+      case op::log:
+      case op::log1p:
+      case op::abs:
+      case op::sin:
+      case op::cos:
+      case op::erf:
+      case op::square:
+      case op::softplus:
+      case op::clamp:
+      case op::pow_scalar:
+      case op::var:
         save(n, opnd(0));
         break;
-      case op::exp: case op::expm1: case op::sqrt: case op::rsqrt: case op::tan: case op::tanh:
-      case op::sigmoid: case op::relu: case op::reciprocal:
+      case op::exp:
+      case op::expm1:
+      case op::sqrt:
+      case op::rsqrt:
+      case op::tan:
+      case op::tanh:
+      case op::sigmoid:
+      case op::relu:
+      case op::reciprocal:
         save(n, result);
         break;
-      case op::softmax: case op::log_softmax:  // the library's max inside saves the input
+      case op::softmax:
+      case op::log_softmax:  // the library's max inside saves the input
         save(n, opnd(0), true);
         save_lenient(n, result);
         break;
       case op::cross_entropy:
         save(n, opnd(0), true);
         break;
-      case op::prod: case op::norm:
+      case op::prod:
+      case op::norm:
         save(n, opnd(0));
         save(n, result);
         break;
@@ -274,14 +298,19 @@ class builder {
         save(n, opnd(0), true);
         save_lenient(n, result);
         break;
-      case op::max: case op::min:
+      case op::max:
+      case op::min:
         // along a dim torch saves the indices only, the library the input and the result
         save(n, opnd(0), ins.flag);
         save(n, result, ins.flag);
         break;
       // in place: an op that reads the old value saves a copy of it (not versioned); mul_ and
       // div_ save their tensor operand (step)
-      case op::exp_: case op::sqrt_: case op::tanh_: case op::sigmoid_: case op::relu_:
+      case op::exp_:
+      case op::sqrt_:
+      case op::tanh_:
+      case op::sigmoid_:
+      case op::relu_:
         save_lenient(n, result);
         break;
       default:
@@ -338,14 +367,23 @@ class builder {
       return ins;
     };
     switch (ins.o) {
-      case op::add: case op::sub: case op::mul: case op::div: case op::maximum:
-      case op::minimum: case op::atan2: case op::pow_tensor: case op::mse_loss: {
+      case op::add:
+      case op::sub:
+      case op::mul:
+      case op::div:
+      case op::maximum:
+      case op::minimum:
+      case op::atan2:
+      case op::pow_tensor:
+      case op::mse_loss: {
         const int a = any(r.pick[0]);
         const int b = choose(r.pick[1], [&](int j) { return broadcastable(shape(a), shape(j)); });
         ins.in = {a, b};
         return ins;
       }
-      case op::add_number: case op::mul_number: case op::number_sub:
+      case op::add_number:
+      case op::mul_number:
+      case op::number_sub:
         ins.num = k(0) / 8.0;
         return unary();
       case op::number_div:
@@ -373,21 +411,28 @@ class builder {
         ins.cmp = static_cast<comparison>(mod(k(0), 6));
         return ins;
       }
-      case op::sum: case op::prod: case op::max: case op::min: case op::mean: case op::var:
-      case op::norm: case op::logsumexp: {
+      case op::sum:
+      case op::prod:
+      case op::max:
+      case op::min:
+      case op::mean:
+      case op::var:
+      case op::norm:
+      case op::logsumexp: {
         const int a = any(r.pick[0]);
         ins.in = {a};
         ins.flag = b0 && rank(a) > 0;
         ins.flag2 = ins.flag && b2;
         ins.ints = {ins.flag ? dim_of(a, k(0), b1) : 0};
         if (ins.o == op::var) {
-          const auto count = ins.flag ? shape(a)[mod(k(0), static_cast<int>(rank(a)))]
-                                      : s_[a].m.numel();
+          const auto count =
+              ins.flag ? shape(a)[mod(k(0), static_cast<int>(rank(a)))] : s_[a].m.numel();
           ins.ints.push_back(!b3 && count > 1 ? 1 : 0);
         }
         return ins;
       }
-      case op::softmax: case op::log_softmax: {
+      case op::softmax:
+      case op::log_softmax: {
         const int a = choose(r.pick[0], [&](int j) { return rank(j) > 0; });
         if (a < 0) return {};
         ins.in = {a};
@@ -435,8 +480,14 @@ class builder {
           return ins;
         }
         return unary();
-      case op::transpose: case op::permute: case op::slice: case op::select:
-      case op::index_select: case op::unbind: case op::chunk: case op::split:
+      case op::transpose:
+      case op::permute:
+      case op::slice:
+      case op::select:
+      case op::index_select:
+      case op::unbind:
+      case op::chunk:
+      case op::split:
       case op::split_sizes: {
         const int a = choose(r.pick[0], [&](int j) { return rank(j) > 0; });
         if (a < 0) return {};
@@ -456,7 +507,8 @@ class builder {
           }
           case op::slice: {
             const std::int64_t start = mod(k(1), static_cast<int>(n));
-            const std::int64_t end = b3 ? n + 3 : start + 1 + mod(k(2), static_cast<int>(n - start));
+            const std::int64_t end =
+                b3 ? n + 3 : start + 1 + mod(k(2), static_cast<int>(n - start));
             ins.ints = {d, b2 ? start - n : start, end, 1 + mod(k(3), 2)};
             break;
           }
@@ -482,7 +534,8 @@ class builder {
           case op::unbind:
             ins.ints = {d, mod(k(1), static_cast<int>(n))};
             break;
-          case op::chunk: case op::split: {
+          case op::chunk:
+          case op::split: {
             const std::int64_t param = 1 + mod(k(1), 3);
             const std::int64_t size = ins.o == op::split ? param : (n + param - 1) / param;
             const std::int64_t pieces = (n + size - 1) / size;
@@ -498,7 +551,8 @@ class builder {
               sizes.push_back(piece);
               left -= piece;
             }
-            if (b2) sizes.insert(sizes.begin() + static_cast<std::ptrdiff_t>(g() % sizes.size()), 0);
+            if (b2)
+              sizes.insert(sizes.begin() + static_cast<std::ptrdiff_t>(g() % sizes.size()), 0);
             std::vector<int> nonempty;
             for (std::size_t i = 0; i < sizes.size(); ++i)
               if (sizes[i] > 0) nonempty.push_back(static_cast<int>(i));
@@ -511,13 +565,18 @@ class builder {
         }
         return ins;
       }
-      case op::reshape: case op::view: {
+      case op::reshape:
+      case op::view: {
         const int a = any(r.pick[0]);
         ins.in = {a};
         const std::int64_t n = s_[a].m.numel();
         switch (mod(k(0), 4)) {
-          case 0: ins.ints = {n}; break;
-          case 1: ins.ints = {-1}; break;
+          case 0:
+            ins.ints = {n};
+            break;
+          case 1:
+            ins.ints = {-1};
+            break;
           case 2: {
             std::vector<std::int64_t> div;
             for (std::int64_t f = 1; f <= n; ++f)
@@ -560,7 +619,8 @@ class builder {
         if (ins.flag) ins.ints = {dim_of(a, k(0), b1)};
         return ins;
       }
-      case op::cat: case op::stack: {
+      case op::cat:
+      case op::stack: {
         const bool cat = ins.o == op::cat;
         const int a = choose(r.pick[0], [&](int j) { return !cat || rank(j) > 0; });
         if (a < 0) return {};
@@ -594,7 +654,8 @@ class builder {
         ins.in = {a, b};
         return ins;
       }
-      case op::dot: case op::outer: {
+      case op::dot:
+      case op::outer: {
         const int a = choose(r.pick[0], [&](int j) { return rank(j) == 1; });
         if (a < 0) return {};
         const int b = choose(r.pick[1], [&](int j) {
@@ -611,7 +672,8 @@ class builder {
       case op::to_device:
         if (!device_available()) return {};
         return unary();
-      case op::contiguous: case op::clone:
+      case op::contiguous:
+      case op::clone:
         ins.flag = b0;
         return unary();
       default:
@@ -625,7 +687,10 @@ class builder {
       return broadcastable(shape(t), shape(j)) && broadcast(shape(t), shape(j)) == shape(t);
     };
     switch (ins.o) {
-      case op::add_: case op::sub_: case op::mul_: case op::div_:
+      case op::add_:
+      case op::sub_:
+      case op::mul_:
+      case op::div_:
         if (!b0) {
           const int b = choose(r.pick[1], fits_target);
           if (b < 0) return {};
@@ -665,10 +730,16 @@ class builder {
       return declared ? sl.d.detach().to(mg::f64) : sl.m;
     };
     switch (ins.o) {
-      case op::div: return nonzero(a(1));
-      case op::number_div: case op::reciprocal: return nonzero(a(0));
-      case op::maximum: case op::minimum: return away(a(0) - a(1), 0);
-      case op::where: return away(a(0) - a(1), 0);
+      case op::div:
+        return nonzero(a(1));
+      case op::number_div:
+      case op::reciprocal:
+        return nonzero(a(0));
+      case op::maximum:
+      case op::minimum:
+        return away(a(0) - a(1), 0);
+      case op::where:
+        return away(a(0) - a(1), 0);
       case op::atan2: {
         const auto y = values_of(a(0) + 0.0 * a(1)), x = values_of(a(1) + 0.0 * a(0));
         for (std::size_t i = 0; i < y.size(); ++i)
@@ -676,31 +747,48 @@ class builder {
             return false;
         return true;
       }
-      case op::pow_tensor: case op::log: case op::sqrt: case op::rsqrt: case op::log_:
+      case op::pow_tensor:
+      case op::log:
+      case op::sqrt:
+      case op::rsqrt:
+      case op::log_:
       case op::sqrt_:
         return above(a(0), 0);
-      case op::log1p: return above(a(0), -1);
-      case op::abs: case op::relu: case op::abs_: case op::relu_: return away(a(0), 0);
-      case op::tan: return nonzero(mg::cos(a(0)), 0.2);
-      case op::softplus: return away(a(0), 20);
-      case op::clamp: case op::clamp_: return away(a(0), ins.num) && away(a(0), ins.num2);
-      case op::pow_scalar: case op::pow_: {
+      case op::log1p:
+        return above(a(0), -1);
+      case op::abs:
+      case op::relu:
+      case op::abs_:
+      case op::relu_:
+        return away(a(0), 0);
+      case op::tan:
+        return nonzero(mg::cos(a(0)), 0.2);
+      case op::softplus:
+        return away(a(0), 20);
+      case op::clamp:
+      case op::clamp_:
+        return away(a(0), ins.num) && away(a(0), ins.num2);
+      case op::pow_scalar:
+      case op::pow_: {
         const double p = ins.num;
         if (p != std::floor(p)) return above(a(0), 0);
         return p >= 0 || nonzero(a(0));
       }
-      case op::max: case op::min: {
+      case op::max:
+      case op::min: {
         const mg::tensor x = a(0);
         const bool mx = ins.o == op::max;
-        const mg::tensor e = ins.flag ? (mx ? mg::max(x, ins.ints[0], true)
-                                            : mg::min(x, ins.ints[0], true))
-                                      : (mx ? mg::max(x) : mg::min(x));
+        const mg::tensor e =
+            ins.flag ? (mx ? mg::max(x, ins.ints[0], true) : mg::min(x, ins.ints[0], true))
+                     : (mx ? mg::max(x) : mg::min(x));
         return away(x - e, 0);
       }
       case op::norm:
         return above(ins.flag ? mg::norm(a(0), ins.ints[0], false) : mg::norm(a(0)), 0);
-      case op::div_: return ins.in.size() < 2 || nonzero(a(1));
-      default: return true;
+      case op::div_:
+        return ins.in.size() < 2 || nonzero(a(1));
+      default:
+        return true;
     }
   }
 
@@ -836,7 +924,8 @@ class builder {
       if (n < 0 || !seen.insert(n).second) continue;
       for (const auto& e : nodes_[n].saved) {
         if (e.store->version == e.version) continue;
-        if (e.lenient) p_.version_error_allowed = true;
+        if (e.lenient)
+          p_.version_error_allowed = true;
         else
           p_.expected_error = std::string("the saved tensor of ") + nodes_[n].name +
                               " was modified by an in-place operation";

@@ -18,7 +18,7 @@ struct raw_input {
 };
 
 struct raw_instr {
-  std::uint8_t o = 0;                   // op index modulo the vocabulary's size
+  std::uint8_t o = 0;                  // op index modulo the vocabulary's size
   std::array<std::uint8_t, 4> pick{};  // operand choices (0: the latest suitable value)
   std::array<std::int8_t, 4> k{};      // dims, extents, numbers
   std::uint8_t bits = 0;               // variants of the op (keepdim, method form ...)

@@ -128,7 +128,8 @@ void in_place_tangent(const impl_ptr& p, const impl_ptr& tr, const char* op) {
   // keeps its history; either way views of the tangent (the tangents of t's views) see it.
   const bool graph = value.requires_grad();
   const auto write = [&](tensor dst) {
-    if (graph) lazy<I>(dst).copy_(value);
+    if (graph)
+      lazy<I>(dst).copy_(value);
     else if (dst.impl()->store != value.impl()->store || dst.impl()->offset != value.impl()->offset)
       copy_into(*dst.impl(), *value.impl());
   };
