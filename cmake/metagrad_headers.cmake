@@ -32,6 +32,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/static.hpp
   include/metagrad/tensor.hpp
   include/metagrad/tensor_class.hpp
+  include/metagrad/tensor_xtensor.hpp
   include/metagrad/to_string.hpp
   include/metagrad/types.hpp
   include/metagrad/version.hpp
@@ -45,6 +46,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/dispatch.hpp
   detail/metagrad/detail/element_math.hpp
   detail/metagrad/detail/gemm.hpp
+  detail/metagrad/detail/instances.hpp
   detail/metagrad/detail/isa.hpp
   detail/metagrad/detail/simd.hpp
   detail/metagrad/detail/tuple.hpp
@@ -76,11 +78,13 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/profiler.hpp
   detail/metagrad/detail/profiler_report.hpp
   detail/metagrad/detail/registry.hpp
+  detail/metagrad/detail/runtime.hpp
   detail/metagrad/detail/runtime_ops.hpp
   detail/metagrad/detail/saved.hpp
   detail/metagrad/detail/shape_rules.hpp
   detail/metagrad/detail/storage.hpp
   detail/metagrad/detail/tensor_kernels.hpp
+  detail/metagrad/detail/tensor_inline.hpp
   detail/metagrad/detail/tensor_members.hpp
 )
 set(METAGRAD_CUDA_HEADERS

@@ -1,17 +1,18 @@
 # What `cmake --install` writes, and the Debian package `cpack` makes from it:
 #   include/metagrad/...                  the three header roots (include/, detail/, cuda/) merged
-#   share/cmake/metagrad/                 the package config: find_package(metagrad 0.2 CONFIG)
-#                                         gives metagrad::metagrad, and COMPONENTS cuda
-#                                         metagrad::cuda
-#   share/pkgconfig/metagrad.pc           for pkg-config (the core)
-# metagrad is header-only, so everything is architecture-independent (share/, a Debian package
-# of architecture "all").
+#   lib/<arch>/libmetagrad.so.*, .a       the compiled runtime core (shared and static)
+#   lib/<arch>/cmake/metagrad/            the package config: find_package(metagrad 0.3 CONFIG)
+#                                         gives metagrad::metagrad (shared), metagrad::static,
+#                                         metagrad::header_only, and COMPONENTS cuda metagrad::cuda
+#   lib/<arch>/pkgconfig/metagrad.pc      for pkg-config: the library (--libs: -lmetagrad)
+#   lib/<arch>/pkgconfig/metagrad-header-only.pc   the header-only mode
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(metagrad_cmake_dir "${CMAKE_INSTALL_DATADIR}/cmake/metagrad")
+set(metagrad_cmake_dir "${CMAKE_INSTALL_LIBDIR}/cmake/metagrad")
 
-install(TARGETS metagrad EXPORT metagrad-targets FILE_SET HEADERS)
+install(TARGETS metagrad_common metagrad_header_only ${metagrad_library_targets}
+        EXPORT metagrad-targets FILE_SET HEADERS)
 install(TARGETS metagrad_cuda EXPORT metagrad-cuda-targets FILE_SET HEADERS)
 install(EXPORT metagrad-targets NAMESPACE metagrad:: DESTINATION "${metagrad_cmake_dir}")
 install(EXPORT metagrad-cuda-targets NAMESPACE metagrad:: DESTINATION "${metagrad_cmake_dir}")
@@ -21,24 +22,34 @@ configure_package_config_file(cmake/metagrad-config.cmake.in
 # Compatibility: while the major version is 0, a minor version may break the API, so a request
 # for 0.2 accepts 0.2.x only (SameMinorVersion); from 1.0 on, SameMajorVersion.
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/metagrad-config-version.cmake"
-  COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
+  COMPATIBILITY SameMinorVersion)
 install(FILES "${PROJECT_BINARY_DIR}/metagrad-config.cmake"
               "${PROJECT_BINARY_DIR}/metagrad-config-version.cmake"
               cmake/arch.cmake
         DESTINATION "${metagrad_cmake_dir}")
 
+if(METAGRAD_HEADER_ONLY)
+  set(metagrad_pc_libs "")
+  set(metagrad_pc_cflags "-DMETAGRAD_HEADER_ONLY")
+else()
+  set(metagrad_pc_libs "-L\${libdir} -lmetagrad")
+  set(metagrad_pc_cflags "")
+endif()
+file(RELATIVE_PATH metagrad_pc_prefix "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+string(REGEX REPLACE "/$" "" metagrad_pc_prefix "${metagrad_pc_prefix}")
 configure_file(cmake/metagrad.pc.in "${PROJECT_BINARY_DIR}/metagrad.pc" @ONLY)
-install(FILES "${PROJECT_BINARY_DIR}/metagrad.pc" DESTINATION "${CMAKE_INSTALL_DATADIR}/pkgconfig")
+configure_file(cmake/metagrad-header-only.pc.in "${PROJECT_BINARY_DIR}/metagrad-header-only.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/metagrad.pc" "${PROJECT_BINARY_DIR}/metagrad-header-only.pc"
+        DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 
-# cpack -G DEB: metagrad-dev_<version>_all.deb, installing into /usr.
+# cpack -G DEB: metagrad-dev_<version>_<arch>.deb, installing into /usr.
 if(PROJECT_IS_TOP_LEVEL)
   set(CPACK_GENERATOR DEB)
   set(CPACK_PACKAGE_NAME metagrad-dev)
   set(CPACK_PACKAGE_VENDOR metagrad)
   set(CPACK_PACKAGE_CONTACT "metagrad developers <metagrad@localhost>")
-  set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "header-only automatic differentiation for C++20")
+  set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "automatic differentiation for C++20")
   set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-  set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE all)
   set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
   set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "libxtensor-dev (>= 0.24), libxsimd-dev, xtl-dev, libopenblas-dev")

@@ -14,7 +14,7 @@ for preset in default asan-ubsan tsan; do
   cmake --preset "$preset" -DMETAGRAD_CUDA_COMPILE_CHECK_ONLY=$cuda_check >/dev/null
   cmake --build --preset "$preset"
   if [ "$preset" = asan-ubsan ]; then  # every header compiles on its own (at -O0: half the time)
-    cmake --build --preset asan-ubsan --target metagrad_verify_interface_header_sets
+    cmake --build --preset asan-ubsan --target metagrad_common_verify_interface_header_sets
   fi
   ctest --preset "$preset" -j "$(nproc)"
 done

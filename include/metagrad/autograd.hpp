@@ -16,6 +16,7 @@
 #include <metagrad/detail/engine.hpp>
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/detail/hooks.hpp>
+#include <metagrad/detail/runtime.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {

@@ -10,6 +10,7 @@
 
 #include <metagrad/detail/saved.hpp>
 #include <metagrad/error.hpp>
+#include <metagrad/detail/runtime.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {

@@ -16,6 +16,7 @@
 
 #include <metagrad/detail/forward_ad.hpp>
 #include <metagrad/error.hpp>
+#include <metagrad/detail/runtime.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg::forward_ad {

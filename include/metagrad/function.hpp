@@ -25,6 +25,7 @@
 #include <metagrad/context.hpp>
 #include <metagrad/detail/forward_ad.hpp>
 #include <metagrad/detail/profiler.hpp>
+#include <metagrad/detail/runtime.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {

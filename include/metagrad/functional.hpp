@@ -15,6 +15,7 @@
 
 #include <metagrad/autograd.hpp>
 #include <metagrad/detail/functional.hpp>
+#include <metagrad/detail/runtime.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg::autograd::functional {

@@ -17,6 +17,7 @@
 #include <metagrad/detail/profiler.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
+#include <metagrad/detail/runtime.hpp>
 #include <metagrad/tensor.hpp>
 #include <metagrad/xtensor.hpp>
 

@@ -57,6 +57,7 @@
 #include <metagrad/autograd.hpp>
 #include <metagrad/detail/gradcheck.hpp>
 #include <metagrad/error.hpp>
+#include <metagrad/detail/runtime.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg::autograd {

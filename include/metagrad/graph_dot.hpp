@@ -25,6 +25,7 @@
 #include <metagrad/detail/profiler_report.hpp>
 #include <metagrad/detail/saved.hpp>
 #include <metagrad/error.hpp>
+#include <metagrad/detail/runtime.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {

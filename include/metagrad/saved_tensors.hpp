@@ -31,6 +31,7 @@
 #include <metagrad/autograd.hpp>
 #include <metagrad/detail/saved.hpp>
 #include <metagrad/error.hpp>
+#include <metagrad/detail/runtime.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg::autograd {

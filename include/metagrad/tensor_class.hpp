@@ -43,18 +43,25 @@
 #include <utility>
 #include <vector>
 
-#include <xtensor/xarray.hpp>
-#include <xtensor/xexpression.hpp>
-
 #include <metagrad/call_site.hpp>
 #include <metagrad/detail/dispatch.hpp>
 #include <metagrad/detail/graph.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/types.hpp>
 
+namespace xt {
+template <class D>
+class xexpression;
+}  // namespace xt
+
 namespace mg {
 
 namespace detail {
+// The xtensor array of element type T: defined by <metagrad/tensor_xtensor.hpp>, which a file
+// that converts a tensor to xtensor includes (so that this header does not include xtensor).
+template <class T>
+struct xarray_type;
+
 // Note [Lazy members]: the members of mg::tensor that apply an op (sum, reshape, add_, ...) are
 // templates in name only (`template <int = 0>`), and their bodies reach the op through
 // lazy<I>(*this), an expression that depends on I. So an op's function, its node and the
@@ -97,6 +104,18 @@ using edge = detail::edge;
 }  // namespace autograd
 
 namespace detail {
+// One element read by tensor::item<T>() (<metagrad/detail/tensor_inline.hpp>).
+struct item_value {
+  double floating;
+  std::int64_t integral;
+  bool is_integral;
+};
+MG_API item_value item_of(const tensor_impl& t);
+// A CPU tensor of `shape` and dtype d holding a copy of `values` (numel elements of d, contiguous).
+MG_API impl_ptr from_values(const shape_t& shape, dtype d, const void* values);
+// t's elements in row-major order, converted to dtype d, copied to `out` (on the CPU).
+MG_API void read_elements(const tensor_impl& t, dtype d, void* out);
+
 struct hook_access;
 void release_self_capture(const impl_ptr& t, long held, long held_fn);  // hooks.hpp
 }  // namespace detail
@@ -219,11 +238,14 @@ class tensor {
 
   template <class T>
   T item() const;
+  /// A copy as `xt::xarray<T>` (include <metagrad/tensor_xtensor.hpp>, or the umbrella).
   template <class T>
-  xt::xarray<T> to_xtensor() const;
-  template <class T>
-  explicit operator xt::xarray<T>() const {
-    return to_xtensor<T>();
+  typename detail::xarray_type<T>::type to_xtensor() const;
+  /// `xt::xarray<T>(t)`: to_xtensor<T>().
+  template <class A>
+  requires requires { typename detail::xarray_type<typename A::value_type>::type; }
+  explicit operator A() const {
+    return to_xtensor<typename A::value_type>();
   }
 
   // The members that record an operation take, last, the call site (Note [Call sites]). They

@@ -6,9 +6,9 @@
 #pragma once
 
 #define METAGRAD_VERSION_MAJOR 0
-#define METAGRAD_VERSION_MINOR 2
+#define METAGRAD_VERSION_MINOR 3
 #define METAGRAD_VERSION_PATCH 0
-#define METAGRAD_VERSION_STRING "0.2.0"
+#define METAGRAD_VERSION_STRING "0.3.0"
 
 namespace mg {
 /// The version as a number: major * 10000 + minor * 100 + patch (0.2.0: 200).

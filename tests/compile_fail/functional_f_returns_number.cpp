@@ -2,6 +2,7 @@
 // than a tensor or a tensor_list is rejected in one sentence (detail::functional_impl::diagnose).
 // The well-formed twin must build and run.
 #include <metagrad/functional.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 
 int main() {
   const mg::tensor x{1.0, 2.0};

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <metagrad/autograd.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/fuse.hpp>
 #include <metagrad/saved_tensors.hpp>
 #include <metagrad/tensor.hpp>

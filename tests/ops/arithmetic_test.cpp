@@ -7,6 +7,7 @@
 
 #include <xtensor/xadapt.hpp>
 
+#include <metagrad/tensor_xtensor.hpp>
 #include "support/expect_ad.hpp"
 
 using mg_test::expect_ad;

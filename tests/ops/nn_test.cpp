@@ -1,6 +1,7 @@
 // The nn functions through the one harness, and their values on known inputs.
 #include <cmath>
 
+#include <metagrad/tensor_xtensor.hpp>
 #include "support/expect_ad.hpp"
 
 using mg::tensor;

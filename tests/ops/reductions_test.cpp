@@ -1,5 +1,6 @@
 // The reductions through the one harness (one line per op and form), then the semantics the
 // harness's random points do not reach: exact zeros in prod, ties in max and min, norm at 0.
+#include <metagrad/tensor_xtensor.hpp>
 #include "support/expect_ad.hpp"
 
 using mg::tensor;

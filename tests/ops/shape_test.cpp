@@ -1,6 +1,7 @@
 // The shape, indexing and linear-algebra families through the one harness (arrays only: a
 // reshaped number is not meaningful), then their semantics on known values: views share storage
 // and version counter, indices accumulate, errors name the op and the valid range.
+#include <metagrad/tensor_xtensor.hpp>
 #include "support/expect_ad.hpp"
 
 using mg::tensor;

@@ -9,7 +9,9 @@ execute_process(COMMAND cpack -G DEB --config "${BINARY_DIR}/CPackConfig.cmake" 
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cpack failed: ${out}${err}")
 endif()
-set(deb "${OUT}/metagrad-dev_${VERSION}_all.deb")
+execute_process(COMMAND dpkg --print-architecture OUTPUT_VARIABLE arch
+                OUTPUT_STRIP_TRAILING_WHITESPACE)
+set(deb "${OUT}/metagrad-dev_${VERSION}_${arch}.deb")
 if(NOT EXISTS "${deb}")
   file(GLOB made "${OUT}/*.deb")
   message(FATAL_ERROR "expected ${deb}; cpack made: ${made}")
@@ -23,7 +25,9 @@ foreach(dep libxtensor-dev libxsimd-dev xtl-dev libopenblas-dev)
   endif()
 endforeach()
 execute_process(COMMAND dpkg -x "${deb}" "${OUT}/root" RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0 OR NOT EXISTS "${OUT}/root/usr/share/cmake/metagrad/metagrad-config.cmake")
-  message(FATAL_ERROR "dpkg -x did not unpack the package config into ${OUT}/root/usr")
+if(NOT rc EQUAL 0 OR NOT EXISTS "${OUT}/root/usr/lib/cmake/metagrad/metagrad-config.cmake"
+   OR NOT EXISTS "${OUT}/root/usr/lib/libmetagrad.a")
+  message(FATAL_ERROR "dpkg -x did not unpack the package config and the library into "
+                      "${OUT}/root/usr/lib")
 endif()
-message(STATUS "metagrad-dev_${VERSION}_all.deb unpacked into ${OUT}/root")
+message(STATUS "metagrad-dev_${VERSION}_${arch}.deb unpacked into ${OUT}/root")

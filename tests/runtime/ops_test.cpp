@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <metagrad/autograd.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/tensor.hpp>
 
 #include "support/harness_runtime.hpp"

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <metagrad/autograd.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/saved_tensors.hpp>
 #include <metagrad/tensor.hpp>
 

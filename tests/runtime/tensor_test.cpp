@@ -9,6 +9,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include <metagrad/tensor.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 
 #include "support/harness_runtime.hpp"
 

@@ -27,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include <metagrad/autograd.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/static.hpp>
 #include <metagrad/tensor.hpp>
 

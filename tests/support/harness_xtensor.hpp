@@ -15,6 +15,7 @@
 #include <xtensor/xmath.hpp>
 
 #include <metagrad/autograd.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/tensor.hpp>
 #include <metagrad/xtensor.hpp>
 

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <metagrad/autograd.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/function.hpp>
 #include <metagrad/fuse.hpp>
 #include <metagrad/tensor.hpp>

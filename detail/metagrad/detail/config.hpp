@@ -3,6 +3,35 @@
 
 #include <metagrad/detail/isa.hpp>  // the instruction-set check every program runs before main
 
+// Note [Compiled core]: by default the runtime engine's non-template code and the built-in ops on
+// mg::tensor are compiled once, into the library (src/; CMake target metagrad::metagrad). A
+// user's file then sees declarations only: <metagrad/tensor.hpp> includes the class, the op
+// structs and the templates on the caller's own types (constructors, item<T>, hooks), and no
+// kernel, node or engine code. The engine's functions are still written in headers, as templates
+// in name only (Note [Lazy members] in tensor_class.hpp) and inline functions, so that the same
+// sources build in header-only mode (METAGRAD_HEADER_ONLY, target metagrad::header_only), where
+// <metagrad/tensor.hpp> includes them and a file instantiates only what it calls. The library
+// instantiates each of them explicitly (src/instances_*.cpp), and the ops' tensor family for
+// every built-in op with every kind of operand (numbers reach it as double, std::int64_t or bool:
+// detail::canonical in dispatch.hpp).
+//   - MG_HEADER_ONLY: 1 in header-only mode.
+//   - MG_API marks a non-template function that a light header declares and a heavy one
+//     defines: inline in header-only mode; in compiled mode an ordinary function, whose
+//     definition only the library's src/core.cpp compiles (MG_EMIT_API).
+#if defined(METAGRAD_HEADER_ONLY)
+#define MG_HEADER_ONLY 1
+#define MG_API inline
+#define MG_EMIT_API 1
+#else
+#define MG_HEADER_ONLY 0
+#define MG_API
+#if defined(METAGRAD_EMIT_API)
+#define MG_EMIT_API 1
+#else
+#define MG_EMIT_API 0
+#endif
+#endif
+
 // MG_HD marks functions that run on the host and, under nvcc, on the device. CCCL 3 no longer
 // defines __host__/__device__ for plain host compilers, so we never spell them directly.
 #if defined(__CUDACC__)

@@ -12,6 +12,7 @@
 // op, args...) where the call is instantiated, so this header knows no family and no op.
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 
 #include <metagrad/call_site.hpp>
@@ -121,12 +122,28 @@ auto gradient_reading(const X& read, const F& f) {
   return decltype(f()){};
 }
 
+// A number among a tensor op's operands, as the type the compiled library instantiates the
+// tensor family for: bool, std::int64_t or double (Note [Compiled core] in config.hpp). Type
+// promotion reads only the kind of number (bool, integer, floating), which this keeps.
+template <class X>
+constexpr decltype(auto) canonical(const X& x) {
+  if constexpr (std::is_same_v<X, bool> || !std::is_arithmetic_v<X>) {
+    return (x);
+  } else if constexpr (std::is_integral_v<X>) {
+    return static_cast<std::int64_t>(x);
+  } else {
+    return static_cast<double>(x);
+  }
+}
+
 // Applies op to args in the evaluator of their family. See the comment at the top.
 template <class Op, class... X>
 MG_HD MG_INLINE constexpr auto call(const Op& op, const X&... x) {
   using F = family_t<X...>;
-  if constexpr (std::is_same_v<F, expr_family> || std::is_same_v<F, tensor_family> ||
-                std::is_same_v<F, array_family> || std::is_same_v<F, dual_family>) {
+  if constexpr (std::is_same_v<F, tensor_family>) {
+    return apply_in(F{}, op, canonical(x)...);
+  } else if constexpr (std::is_same_v<F, expr_family> || std::is_same_v<F, array_family> ||
+                       std::is_same_v<F, dual_family>) {
     return apply_in(F{}, op, x...);
   } else {
     return op.forward(x...);

@@ -28,6 +28,7 @@
 
 #include <metagrad/autograd.hpp>
 #include <metagrad/error.hpp>
+#include <metagrad/detail/runtime.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg::detail::functional_impl {

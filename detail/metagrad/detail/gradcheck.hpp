@@ -40,6 +40,7 @@
 #include <metagrad/error.hpp>
 #include <metagrad/forward_ad.hpp>
 #include <metagrad/function.hpp>
+#include <metagrad/detail/runtime.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg::autograd {

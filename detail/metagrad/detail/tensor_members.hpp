@@ -5,12 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <ostream>
 #include <random>
 #include <type_traits>
 #include <vector>
-
-#include <xtensor/xarray.hpp>
 
 #include <metagrad/detail/engine.hpp>
 #include <metagrad/detail/forward_ad.hpp>
@@ -29,45 +28,12 @@
 #include <metagrad/ops/shape.hpp>
 #include <metagrad/ops/split.hpp>
 #include <metagrad/tensor_class.hpp>
+#include <metagrad/tensor_xtensor.hpp>
+#include <metagrad/detail/tensor_inline.hpp>
 
 namespace mg {
 
 namespace detail {
-// Shape and elements of a nested initializer list, checking that it is not ragged.
-template <class T>
-inline constexpr std::size_t list_depth = 0;
-template <class E>
-inline constexpr std::size_t list_depth<std::initializer_list<E>> = 1 + list_depth<E>;
-
-template <class T, std::size_t D>
-void flatten_nested(const T& v, std::size_t, std::array<std::int64_t, D>&, std::vector<T>& out) {
-  out.push_back(v);
-}
-template <class T, class E, std::size_t D>
-void flatten_nested(std::initializer_list<E> l, std::size_t depth,
-                    std::array<std::int64_t, D>& shape, std::vector<T>& out) {
-  const auto n = static_cast<std::int64_t>(l.size());
-  if (shape[depth] < 0)
-    shape[depth] = n;
-  else if (shape[depth] != n)
-    fail("tensor: ragged nested list (dimension ", depth, " has lengths ", shape[depth], " and ", n,
-         "); every row must have the same length");
-  for (const auto& e : l) flatten_nested<T>(e, depth + 1, shape, out);
-}
-
-template <class T, class L>
-impl_ptr from_nested(const L& list) {
-  std::array<std::int64_t, list_depth<L>> dims;
-  dims.fill(-1);
-  std::vector<T> values;
-  flatten_nested<T>(list, 0, dims, values);
-  shape_t shape(dims.begin(), dims.end());
-  for (auto& e : shape) e = e < 0 ? 0 : e;
-  auto t = make_impl(shape, dtype_of<T>());
-  std::copy(values.begin(), values.end(), t->template data<T>());
-  return t;
-}
-
 // The one random generator of the runtime engine (seeded with mg::manual_seed).
 inline std::mt19937_64& generator() {
   static std::mt19937_64 gen{0x6d657461677261dULL};
@@ -380,42 +346,21 @@ tensor& unary_in_place(tensor& self, const Op& op, const char* name, const call_
 
 // ---- construction -----------------------------------------------------------------------------
 
-template <std::floating_point T>
-tensor::tensor(T value)
-    : impl_(detail::fill_kernel({}, value, detail::dtype_of<T>(), device::cpu)) {}
-template <std::floating_point T>
-tensor::tensor(std::initializer_list<T> values) : impl_(detail::from_nested<T>(values)) {}
-template <std::floating_point T>
-tensor::tensor(std::initializer_list<std::initializer_list<T>> values)
-    : impl_(detail::from_nested<T>(values)) {}
-template <std::floating_point T>
-tensor::tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values)
-    : impl_(detail::from_nested<T>(values)) {}
+#if MG_EMIT_API  // Note [Compiled core] in config.hpp
 
-template <class E>
-tensor::tensor(const xt::xexpression<E>& e) {
-  using V = typename E::value_type;
-  static_assert(std::is_floating_point_v<V>,
-                "metagrad: mg::tensor holds float or double elements; convert integer xtensor data "
-                "with xt::cast<double>(e) first");
-  const xt::xarray<V> a = e.derived_cast();
-  impl_ = detail::make_impl(shape_t(a.shape().begin(), a.shape().end()), detail::dtype_of<V>());
-  std::copy(a.begin(), a.end(), impl_->data<V>());
-}
-
-inline tensor full(const shape_t& shape, double value, const tensor_options& options) {
+MG_API tensor full(const shape_t& shape, double value, const tensor_options& options) {
   tensor t(detail::fill_kernel(shape, value, options.dtype, options.device));
   t.requires_grad_(options.requires_grad);
   return t;
 }
-inline tensor zeros(const shape_t& shape, const tensor_options& options) {
+MG_API tensor zeros(const shape_t& shape, const tensor_options& options) {
   return full(shape, 0.0, options);
 }
-inline tensor ones(const shape_t& shape, const tensor_options& options) {
+MG_API tensor ones(const shape_t& shape, const tensor_options& options) {
   return full(shape, 1.0, options);
 }
-inline void manual_seed(std::uint64_t seed) { detail::generator().seed(seed); }
-inline tensor randn(const shape_t& shape, const tensor_options& options) {
+MG_API void manual_seed(std::uint64_t seed) { detail::generator().seed(seed); }
+MG_API tensor randn(const shape_t& shape, const tensor_options& options) {
   auto t = detail::make_impl(shape, options.dtype);
   std::normal_distribution<double> normal;
   detail::dispatch_floating(options.dtype, [&]<class T>(std::type_identity<T>) {
@@ -431,29 +376,30 @@ inline tensor randn(const shape_t& shape, const tensor_options& options) {
 
 // ---- reading ----------------------------------------------------------------------------------
 
-template <class T>
-T tensor::item() const {
-  const auto& t = checked("item");
-  if (t.numel() != 1)
-    detail::fail("item: a tensor of shape ", detail::shape_string(t.shape), " has ", t.numel(),
-                 " elements; item() needs exactly one (reduce it with sum() first)");
-  const auto h = detail::transfer_kernel(t, device::cpu);
-  return detail::dispatch(
-      t.dtype(), [&]<class S>(std::type_identity<S>) { return static_cast<T>(*h->data<S>()); });
+MG_API detail::item_value detail::item_of(const tensor_impl& t) {
+  const auto h = transfer_kernel(t, device::cpu);
+  return dispatch(t.dtype(), [&]<class S>(std::type_identity<S>) {
+    if constexpr (std::is_floating_point_v<S>)
+      return item_value{static_cast<double>(*h->data<S>()), 0, false};
+    else
+      return item_value{0.0, static_cast<std::int64_t>(*h->data<S>()), true};
+  });
 }
 
-template <class T>
-xt::xarray<T> tensor::to_xtensor() const {
-  const auto& t = checked("to_xtensor");
-  const auto c = detail::transfer_kernel(t, device::cpu);
-  xt::xarray<T> r =
-      xt::xarray<T>::from_shape(std::vector<std::size_t>(t.shape.begin(), t.shape.end()));
-  detail::dispatch(t.dtype(), [&]<class S>(std::type_identity<S>) {
-    const S* p = c->data<S>();
-    for (std::int64_t i = 0, n = c->numel(); i < n; ++i) r.data()[i] = static_cast<T>(p[i]);
-  });
-  return r;
+MG_API detail::impl_ptr detail::from_values(const shape_t& shape, dtype d, const void* values) {
+  auto t = make_impl(shape, d);
+  if (t->numel())
+    std::memcpy(t->store->data, values, static_cast<std::size_t>(t->numel()) * element_size(d));
+  return t;
 }
+
+MG_API void detail::read_elements(const tensor_impl& t, dtype d, void* out) {
+  const auto c = transfer_kernel(*copy_kernel(t, d, t.shape), device::cpu);
+  if (c->numel())
+    std::memcpy(out, c->store->data, static_cast<std::size_t>(c->numel()) * element_size(d));
+}
+
+#endif  // MG_EMIT_API
 
 // ---- conversions and shorthands ---------------------------------------------------------------
 
@@ -488,18 +434,20 @@ tensor clone(const tensor& t, call_site site) {
   return detail::lazy<I>(t).clone(site);
 }
 
-inline tensor zeros_like(const tensor& t) {
+#if MG_EMIT_API
+MG_API tensor zeros_like(const tensor& t) {
   return zeros(t.shape(), {.dtype = t.dtype(), .device = t.device()});
 }
-inline tensor ones_like(const tensor& t) {
+MG_API tensor ones_like(const tensor& t) {
   return ones(t.shape(), {.dtype = t.dtype(), .device = t.device()});
 }
-inline tensor full_like(const tensor& t, double value) {
+MG_API tensor full_like(const tensor& t, double value) {
   return full(t.shape(), value, {.dtype = t.dtype(), .device = t.device()});
 }
-inline tensor randn_like(const tensor& t) {
+MG_API tensor randn_like(const tensor& t) {
   return randn(t.shape(), {.dtype = t.dtype(), .device = t.device()});
 }
+#endif  // MG_EMIT_API
 
 template <int>
 std::ostream& operator<<(std::ostream& os, const tensor& t) {
@@ -854,19 +802,21 @@ void tensor::set_grad(const tensor& g) {
   t.grad = g.impl();
 }
 
-inline std::shared_ptr<autograd::node> tensor::grad_fn() const {
+#if MG_EMIT_API
+MG_API std::shared_ptr<autograd::node> tensor::grad_fn() const {
   auto& t = const_cast<detail::tensor_impl&>(checked("grad_fn"));
   detail::refresh_view(t);
   return t.grad_fn;
 }
 
-inline bool tensor::retains_grad() const {
+MG_API bool tensor::retains_grad() const {
   const auto& t = checked("retains_grad");
   if (!t.grad_fn || !t.grad_fn->hooks) return false;
   for (const auto& r : t.grad_fn->hooks->retains)
     if (r.tensor.lock() == impl_) return true;
   return false;
 }
+#endif  // MG_EMIT_API
 
 // torch's retains_grad hook: run after the tensor hooks of the output it retains (hooks.hpp).
 template <int>

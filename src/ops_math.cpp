@@ -1,0 +1,5 @@
+// The built-in unary math ops on tensors, compiled once (<metagrad/detail/instances.hpp>).
+#include "library.hpp"
+
+#define MG_INSTANCES_MATH 1
+#include <metagrad/detail/instances.hpp>
