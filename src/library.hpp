@@ -3,11 +3,15 @@
 // detail/config.hpp).
 #pragma once
 
+#define METAGRAD_BUILDING 1  // the library's own sources: no extern template (runtime.hpp)
+
+#include <metagrad/autograd.hpp>
 #include <metagrad/detail/anomaly.hpp>
 #include <metagrad/detail/config.hpp>
 #include <metagrad/detail/engine.hpp>
 #include <metagrad/detail/runtime_ops.hpp>
 #include <metagrad/detail/tensor_members.hpp>
+#include <metagrad/forward_ad.hpp>
 #include <metagrad/ops.hpp>
 
 #if MG_HEADER_ONLY

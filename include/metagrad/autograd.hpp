@@ -289,5 +289,12 @@ class detect_anomaly_guard {
   bool previous_check_nan_;
 };
 
+#if !MG_HEADER_ONLY  // compiled in the library (Note [Compiled core] in detail/config.hpp)
+extern template tensor_list grad<0>(const tensor_list&, const tensor_list&, const tensor_list&,
+                                    const grad_options&);
+extern template void backward<0>(const tensor_list&, const tensor_list&, const backward_options&);
+extern template void increment_version<0>(const tensor&);
+#endif
+
 }  // namespace autograd
 }  // namespace mg

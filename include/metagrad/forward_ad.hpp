@@ -102,4 +102,9 @@ unpacked_dual unpack_dual(const tensor& t) {
   return {detail_fw::differentiable_alias<I>(t), detail::tangent_of(*t.impl())};
 }
 
+#if !MG_HEADER_ONLY  // compiled in the library (Note [Compiled core] in detail/config.hpp)
+extern template tensor make_dual<0>(const tensor&, const tensor&);
+extern template unpacked_dual unpack_dual<0>(const tensor&);
+#endif
+
 }  // namespace mg::forward_ad

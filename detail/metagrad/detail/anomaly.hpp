@@ -64,7 +64,7 @@ inline bool all_finite(const tensor_impl& g) {
 
 // The trace lines are appended by rethrow_with_trace, as to every error thrown while n runs.
 template <int>
-inline void check_anomaly(const graph_node& n, std::span<const impl_ptr> out) {
+void check_anomaly(const graph_node& n, std::span<const impl_ptr> out) {
   for (std::size_t i = 0; i < out.size(); ++i)
     if (out[i] && !all_finite(*out[i]))
       fail("anomaly detection: the backward of ", n.name(),

@@ -145,13 +145,13 @@ inline bool will_execute(const graph_task& t, const graph_node* n) {
 inline const engine_ops& task_ops() { return *current_task()->call.ops; }
 
 template <int = 0>
-inline void add_gradient(const engine_ops& ops, impl_ptr& slot, impl_ptr g) {
+void add_gradient(const engine_ops& ops, impl_ptr& slot, impl_ptr g) {
   if (!g) return;
   slot = slot ? ops.add(tensor(slot), tensor(g)).impl() : std::move(g);
 }
 
 template <int = 0>
-inline impl_ptr root_gradient(const engine_ops& ops, const tensor& out, const tensor& grad,
+impl_ptr root_gradient(const engine_ops& ops, const tensor& out, const tensor& grad,
                               const char* api, std::size_t i) {
   if (!grad.defined()) {
     if (out.numel() != 1)
@@ -173,7 +173,7 @@ inline impl_ptr root_gradient(const engine_ops& ops, const tensor& out, const te
 // The gradient g computed by node `from` for its input i, fitted to what the receiving node
 // expects (m): summed back over broadcast dimensions, cast to its dtype; an error otherwise.
 template <int = 0>
-inline impl_ptr fit_gradient(const engine_ops& ops, impl_ptr g, const tensor_meta& m,
+impl_ptr fit_gradient(const engine_ops& ops, impl_ptr g, const tensor_meta& m,
                              const graph_node& from, std::size_t i) {
   if (!g) return g;
   if (g->device() != m.device)
@@ -199,7 +199,7 @@ inline impl_ptr fit_gradient(const engine_ops& ops, impl_ptr g, const tensor_met
 
 // A hook's replacement for a gradient described by m must match it exactly.
 template <int = 0>
-inline void check_hook_result(const tensor& r, const tensor_meta& m, const char* what,
+void check_hook_result(const tensor& r, const tensor_meta& m, const char* what,
                               const graph_node& n, std::size_t i) {
   if (!r.defined()) return;
   if (r.shape() != m.shape || r.dtype() != m.dtype || r.device() != m.device)
@@ -216,7 +216,7 @@ template <int = 0>
 [[noreturn]] void rethrow_with_trace(const graph_node& n, const mg::error& e);
 
 template <int = 0>
-inline tensor_list as_list(const std::vector<impl_ptr>& v) {
+tensor_list as_list(const std::vector<impl_ptr>& v) {
   tensor_list r;
   r.reserve(v.size());
   for (const auto& p : v) r.emplace_back(p);
@@ -226,7 +226,7 @@ inline tensor_list as_list(const std::vector<impl_ptr>& v) {
 // Steps 1-2 of Note [Hook order]: tensor hooks, retain_grad, captures. Returns whether the node
 // runs.
 template <int = 0>
-inline bool before_node(graph_task& task, graph_node& n, std::vector<impl_ptr>& grads,
+bool before_node(graph_task& task, graph_node& n, std::vector<impl_ptr>& grads,
                         std::uint32_t flags) {
   if (hook_set* hs = n.tensor_hook_set()) {
     const auto meta = n.outputs();
@@ -264,7 +264,7 @@ inline bool before_node(graph_task& task, graph_node& n, std::vector<impl_ptr>& 
 
 // Steps 3-5: pre-hooks, the node, post-hooks; out gets one gradient per edge, fitted.
 template <int = 0>
-inline void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
+void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
                       std::vector<impl_ptr>& grads, std::vector<impl_ptr>& out) {
   graph_node& n = *self;
   const prof::node_range profiled(n);  // <metagrad/profiler.hpp>
@@ -337,7 +337,7 @@ inline void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
 
 // Runs backward from outputs; returns one gradient per input when !accumulate.
 template <int I = 0>
-inline std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tensor_list& grads,
+std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tensor_list& grads,
                                           const tensor_list& inputs, const backward_call& c) {
   MG_DETAIL_LAZY_ENGINE(I);
   if (!grads.empty() && grads.size() != outputs.size())

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <ostream>
 #include <vector>
 
@@ -127,6 +128,20 @@ MG_INSTANCE std::ostream& operator<< <0>(std::ostream&, const tensor&);
 
 namespace detail {
 MG_INSTANCE void refresh_view<0>(tensor_impl&);
+// the engine, as the templates on the caller's types (custom Functions, mg::fuse, the
+// functional API) reach it
+MG_INSTANCE std::vector<impl_ptr> run_backward<0>(const tensor_list&, const tensor_list&,
+                                                  const tensor_list&, const backward_call&);
+MG_INSTANCE const engine_ops* engine_ops_of<0>();
+MG_INSTANCE void bump_version<0>(tensor_impl&);
+MG_INSTANCE void set_tangent<0>(const impl_ptr&, tensor, const char*, std::size_t);
+MG_INSTANCE edge gradient_edge<0>(const impl_ptr&);
+MG_INSTANCE void accumulate_into<0>(const engine_ops&, tensor_impl&, const impl_ptr&, bool);
+MG_INSTANCE void note_anomaly_parent<0>(graph_node&);
+MG_INSTANCE void check_anomaly<0>(const graph_node&, std::span<const impl_ptr>);
+MG_INSTANCE void saved_variable::save<0>(const impl_ptr&, bool, bool, const char*);
+MG_INSTANCE impl_ptr saved_variable::unpack<0>(const graph_node*, const char*) const;
+MG_INSTANCE saved_variable::elements saved_variable::peek<0>(const char*) const;
 }  // namespace detail
 
 }  // namespace mg

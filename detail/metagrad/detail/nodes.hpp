@@ -486,7 +486,7 @@ const engine_ops& task_ops();
 // the sum is a new tensor. retain_grad and backward's non-leaf .inputs accumulate out of place
 // (in_place false), as torch's retains_grad hook does.
 template <int = 0>
-inline void accumulate_into(const engine_ops& ops, tensor_impl& t, const impl_ptr& g,
+void accumulate_into(const engine_ops& ops, tensor_impl& t, const impl_ptr& g,
                             bool in_place = false) {
   if (!g) return;
   if (!t.grad) {

@@ -12,7 +12,7 @@
 #include <metagrad/detail/tensor_members.hpp>
 #include <metagrad/ops.hpp>
 
-#if !MG_HEADER_ONLY
+#if !MG_HEADER_ONLY && !defined(METAGRAD_BUILDING)  // src/library.hpp defines it
 #define MG_INSTANCE extern template
 #include <metagrad/detail/instances.hpp>
 #undef MG_INSTANCE
