@@ -1,4 +1,4 @@
-// A training step of a fixed-architecture MLP (issue 8's row 4): batch 64, 784 -> 128 -> 10,
+// A training step of a fixed-architecture MLP: batch 64, 784 -> 128 -> 10,
 // tanh, softmax cross-entropy with one-hot labels, float, xt::xtensor_fixed shapes; the loss,
 // the gradients of both layers' weights and biases, and one SGD update.
 //

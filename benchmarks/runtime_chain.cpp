@@ -1,4 +1,4 @@
-// The runtime engine at scale (issue 7, "Scale"): chains of recorded ops on a one-element tensor,
+// The runtime engine at scale: chains of recorded ops on a one-element tensor,
 // where the cost is the engine's own (recording, the graph task, allocation), not arithmetic.
 //   - BM_chain_*_1e6: a chain of 1,000,000 ops, forward, backward and freeing timed apart
 //     (counters forward_s, backward_s, free_s), and the peak RSS of a whole program that runs it

@@ -1,4 +1,4 @@
-// The static engine on small fixed architectures (issue 8's table), value and gradient in
+// The static engine on small fixed architectures, value and gradient in
 // float64, each against what a careful human writes by hand with the same flags: SIMD
 // accumulators (xsimd), one pass where the maths allows, the gradient stored once into a new
 // array of the argument's type. Every function runs on xt::xtensor and on xt::xtensor_fixed.

@@ -1,5 +1,6 @@
-// The torch.autograd API of the seeds, spelled in metagrad: docs/from-pytorch.md cuts its
-// snippets from this file (checked verbatim by ctest), and running it checks their values.
+// The torch.autograd API, as PyTorch's torch.autograd documentation gives it, spelled in
+// metagrad: docs/from-pytorch.md cuts its snippets from this file (checked verbatim by ctest), and
+// running it checks their values.
 #include <cmath>
 #include <cstdio>
 #include <optional>

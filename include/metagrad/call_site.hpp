@@ -6,8 +6,8 @@
 //
 // Note [Call sites]: the capture costs nothing where it is not used. On numbers, SIMD packs and
 // static-engine expressions the site is an argument nobody reads, and inlining removes it (the
-// scalar benchmark's instruction count is unchanged). In device code it holds no location:
-// std::source_location::current() there aborts nvcc's device compiler (cicc), so under
+// scalar benchmark's instruction count is the same as without it). In device code it holds no
+// location: std::source_location::current() there aborts nvcc's device compiler (cicc), so under
 // __CUDA_ARCH__ the default constructor is an empty MG_HD one. On tensors the public function
 // sets the thread's current site while it dispatches (site_scope) and record_node copies it into
 // the node: a pointer to a static record, no string, until anomaly mode reports. The outermost

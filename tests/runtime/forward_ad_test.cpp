@@ -1,5 +1,6 @@
 // Forward-mode AD (mg::forward_ad): tangents of every op family against central differences,
-// mg::Function jvp (the seeds' save_for_forward example), levels and errors.
+// mg::Function jvp (the save_for_forward example of the torch.autograd.Function docs), levels and
+// errors.
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -180,7 +181,8 @@ TEST(ForwardAD, TangentsAreDifferentiable) {
   EXPECT_EQ(values(hv), (std::vector<double>{6 * 0.5 * 1, 6 * -1.0 * 2, 6 * 2.0 * -1}));
 }
 
-// The seeds' save_for_forward example: jvp and vjp of x * y * z with a number z.
+// The torch.autograd.Function docs' save_for_forward example: jvp and vjp of x * y * z with a
+// number z.
 struct seed_fw_func {
   struct state {
     int z = 0;

@@ -136,9 +136,10 @@ TEST(RuntimeFunction, NoCycleThroughTheSavedOutput) {
   EXPECT_TRUE(n.expired());
 }
 
-// ---- the seeds' examples and the rest of the context -------------------------------------------
+// ---- the torch.autograd.Function docs' examples and the rest of the context --------------------
 
-// The seeds' Func: a non-tensor input z (typed state), four saved tensors, once_differentiable.
+// The Func of the torch.autograd.Function docs: a non-tensor input z (typed state), four saved
+// tensors, once_differentiable.
 struct seed_func {
   static constexpr const char* name = "seed_func";
   static constexpr bool once_differentiable = true;
@@ -182,7 +183,7 @@ TEST(RuntimeFunction, OnceDifferentiableRefusesDoubleBackward) {
                {"seed_func", "once_differentiable", "cannot be differentiated again"});
 }
 
-// The seeds' Exp.
+// The Exp of the torch.autograd.Function docs.
 struct exp_fn {
   static tensor forward(mg::context& ctx, const tensor& i) {
     tensor result = mg::exp(i);
@@ -200,7 +201,8 @@ TEST(RuntimeFunction, SeedExp) {
   EXPECT_STREQ(mg::apply<exp_fn>(mg::tensor(1.0).requires_grad_()).grad_fn()->name(), "exp_fn");
 }
 
-// Two outputs, the second not differentiable (the seeds' sort example, with an index output).
+// Two outputs, the second not differentiable (the Function docs' sort example, with an index
+// output).
 struct with_index {
   static constexpr const char* name = "with_index";
   static std::tuple<tensor, tensor, tensor> forward(mg::context& ctx, const tensor& x) {
@@ -233,7 +235,7 @@ TEST(RuntimeFunction, SeveralOutputsAndNonDifferentiable) {
   EXPECT_EQ(values(x.grad()), (std::vector<double>{3, 3}));
 }
 
-// The seeds' set_materialize_grads examples.
+// The set_materialize_grads examples of the torch.autograd.Function docs.
 struct simple_func {
   static std::tuple<tensor, tensor> forward(mg::context&, const tensor& x) {
     return {x.clone(), x.clone()};
@@ -271,7 +273,7 @@ TEST(RuntimeFunction, MaterializeGrads) {
   EXPECT_DOUBLE_EQ(a2.grad().item<double>(), 7.0);
 }
 
-// The seeds' mark_dirty example: forward modifies its input in place.
+// The Function docs' mark_dirty example: forward modifies its input in place.
 struct add_one_in_place {
   static constexpr const char* name = "add_one_in_place";
   static constexpr bool once_differentiable = true;

@@ -1,6 +1,6 @@
 // Hooks of the runtime engine: tensor hooks, node hooks and pre-hooks, retain_grad, multi-grad
 // hooks, their order, handles, errors, and the graph's lifetime with hooks that capture tensors.
-// The seeds' examples are reproduced as they are written there.
+// The examples of the torch.autograd.graph docs are reproduced as they are written there.
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,8 +34,9 @@ TEST(Hooks, SeedTensorHookDoublesTheGradient) {
   EXPECT_EQ(values(v.grad()), (std::vector<double>{3, 3, 3}));  // accumulated, not doubled
 }
 
-// The seeds' Node hook examples: b = a.clone(); a hook registered on b.grad_fn doubles the
-// gradient (a.grad is [2, 2, 2]); after handle.remove() it is [1, 1, 1] again.
+// The Node hook examples of the torch.autograd.graph docs: b = a.clone(); a hook registered on
+// b.grad_fn doubles the gradient (a.grad is [2, 2, 2]); after handle.remove() it is [1, 1, 1]
+// again.
 template <class Register>
 void expect_doubled_until_removed(Register reg) {
   tensor a = leaf({0., 0., 0.});

@@ -1,5 +1,6 @@
-// What the graph saves: only what the wanted gradients read, saved-tensor hooks (the seeds'
-// examples), allow_mutation_on_saved_tensors, increment_version; grad and inference modes.
+// What the graph saves: only what the wanted gradients read, saved-tensor hooks (the examples of
+// the torch.autograd.graph docs), allow_mutation_on_saved_tensors, increment_version; grad and
+// inference modes.
 #include <cmath>
 #include <memory>
 #include <string>

@@ -14,8 +14,8 @@
 // that occurs several times (x in sin(x) * x) is one input, read once per element; that mirrors
 // Note [Slot identity]. Like the planner (Note [Planning on the DAG]), the rewrite handles a
 // stateless subtree by its type once, however often it occurs, and the region's shape is worked
-// out slot by slot over the inner expression's plan. Because elementwise op bodies now only ever
-// run on numbers and packs, Note [Lazy locals] concerns only custom ops that declare themselves not
+// out slot by slot over the inner expression's plan. Because elementwise op bodies only ever run
+// on numbers and packs, Note [Lazy locals] concerns only custom ops that declare themselves not
 // elementwise.
 #pragma once
 

@@ -1,5 +1,5 @@
-// Linear algebra: matrix products through BLAS (CPU; on device cuda they throw until cuBLAS
-// lands): matmul with numpy semantics, dot, outer.
+// Linear algebra: matrix products through BLAS (CPU; on device cuda they throw, since there is
+// no cuBLAS path yet): matmul with numpy semantics, dot, outer.
 #pragma once
 
 #include <array>

@@ -1,7 +1,7 @@
 // A program the fuzzer found (scripts/fuzz.sh). What failed:
 //   first order: the gradient along a random direction is -216.678994883, a central difference gives -216.67664509
 //   (the harness: the central differences at one step were off by their truncation error; a
-//   second, smaller step now decides)
+//   second, smaller step decides)
 //
 // The program, as mg code:
 //   auto v0 = mg_fuzz::input({}, mg::f64, true, {0.063239711473061178});

@@ -1,7 +1,7 @@
 // A program the fuzzer found (scripts/fuzz.sh). What failed:
 //   first order: the gradient along a random direction is 2366.62738655, a central difference gives 2366.65916999
 //   (the harness, not the library: a central difference at one step was off by its O(h^2)
-//   error; the check now combines steps h and h/2)
+//   error; the check combines steps h and h/2)
 //
 // The program, as mg code:
 //   auto v0 = mg_fuzz::input({}, mg::f64, true, {1.1453343982896174});

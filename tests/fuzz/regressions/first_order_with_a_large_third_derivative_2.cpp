@@ -1,7 +1,7 @@
 // A program the fuzzer found (scripts/fuzz.sh). What failed:
 //   first order: the gradient along a random direction is 3130.68779236, a central difference gives 3130.56797812
 //   (the harness, not the library: a central difference at one step was off by its O(h^2)
-//   error; the check now combines steps h and h/2)
+//   error; the check combines steps h and h/2)
 //
 // The program, as mg code:
 //   auto v0 = mg_fuzz::input({2}, mg::f64, true, {-1.4964167468897231, 0.062035364318730579});

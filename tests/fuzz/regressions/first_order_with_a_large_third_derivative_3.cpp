@@ -1,7 +1,7 @@
 // A program the fuzzer found (scripts/fuzz.sh). What failed:
 //   first order: the gradient along a random direction is -3234.541891, a central difference gives -3234.48699933
 //   (the harness, not the library: a central difference at one step was off by its O(h^2)
-//   error; the check now combines steps h and h/2)
+//   error; the check combines steps h and h/2)
 //
 // The program, as mg code:
 //   auto v0 = mg_fuzz::input({3, 2}, mg::f64, true, {-0.10802972525360421, -0.63214920426851329, 1.0028031907944821, -0.22521040535475922, -0.051227237734349895, 1.3809308706629269});

@@ -1,7 +1,7 @@
 // A program the fuzzer found (scripts/fuzz.sh). What failed:
 //   float32 on device cuda against float32 on the cpu: gradient 0 element 0 is -159.0260162, expected -159.0454102
 //   (the harness: float32 sums in another order differ by 1.2e-4 relative here; the check
-//   now allows 1e-3)
+//   allows 1e-3)
 //
 // The program, as mg code:
 //   auto v0 = mg_fuzz::input({}, mg::f64, true, {-0.248755916783717});
