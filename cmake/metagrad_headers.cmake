@@ -86,6 +86,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/detail/tensor_kernels.hpp
   detail/metagrad/detail/tensor_inline.hpp
   detail/metagrad/detail/tensor_members.hpp
+  detail/metagrad/detail/tensor_print.hpp
 )
 set(METAGRAD_CUDA_HEADERS
   cuda/metagrad/cuda.hpp

@@ -30,6 +30,7 @@
 #include <metagrad/tensor_class.hpp>
 #include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/detail/tensor_inline.hpp>
+#include <metagrad/detail/tensor_print.hpp>
 
 namespace mg {
 
@@ -451,23 +452,7 @@ MG_API tensor randn_like(const tensor& t) {
 
 template <int>
 std::ostream& operator<<(std::ostream& os, const tensor& t) {
-  if (!t.defined()) return os << "tensor(undefined)";
-  const auto v = t.to_xtensor<double>();
-  const std::size_t n = v.size(), shown = n <= 12 ? n : 6;
-  os << "tensor([";
-  for (std::size_t i = 0; i < n; ++i) {
-    if (n > 12 && i == shown) {
-      os << ", ...";
-      i = n - shown;
-    }
-    os << (i ? ", " : "") << v.flat(i);
-  }
-  os << "], shape=" << detail::shape_string(t.shape())
-     << ", dtype=" << detail::dtype_name(t.dtype())
-     << ", device=" << detail::device_name(t.device());
-  if (t.requires_grad()) os << ", requires_grad=true";
-  if (t.grad_fn()) os << ", grad_fn=" << t.grad_fn()->name();
-  return os << ")";
+  return detail::print_tensor(os, t);
 }
 
 template <int I>
