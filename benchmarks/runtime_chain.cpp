@@ -67,7 +67,7 @@ struct chain_times {
 
 chain_times run_chain(op o, long n) {
   chain_times t;
-  const mg::tensor x = mg::tensor(0.5).requires_grad_();
+  const mg::tensor x = mg::tensor(0.5, mg::f64).requires_grad_();
   const mg::tensor w(factor);
   const auto t0 = clock_type::now();
   mg::tensor y = x;

@@ -21,7 +21,7 @@ bool near(double a, double b) { return std::fabs(a - b) < 1e-9 * (1 + std::fabs(
 
 void backward_and_grad() {
   // example-begin backward
-  mg::tensor x = mg::tensor({1.0, 2.0, 3.0}).requires_grad_();  // requires_grad=True
+  mg::tensor x = mg::tensor({1.0, 2.0, 3.0}, mg::f64).requires_grad_();  // requires_grad=True
   mg::tensor y = mg::sum(x * x);
   y.backward(mg::tensor{}, {.retain_graph = true});  // y.backward(retain_graph=True)
   mg::tensor dx = x.grad();                          // x.grad: 2x
@@ -34,7 +34,7 @@ void backward_and_grad() {
 }
 
 void grad_modes() {
-  mg::tensor w = mg::tensor(1.0).requires_grad_();
+  mg::tensor w = mg::tensor(1.0, mg::f64).requires_grad_();
   // example-begin modes
   {
     mg::no_grad_guard ng;  // with torch.no_grad():
@@ -54,7 +54,7 @@ void grad_modes() {
 
 void tensor_hooks() {
   // example-begin tensor-hooks
-  mg::tensor x = mg::tensor(2.0).requires_grad_();
+  mg::tensor x = mg::tensor(2.0, mg::f64).requires_grad_();
   mg::tensor y = x * x;
   y.retain_grad();                                                         // y.retain_grad()
   auto h = x.register_hook([](const mg::tensor& g) { return g * 10.0; });  // x.register_hook
@@ -76,7 +76,7 @@ void tensor_hooks() {
 
 void multi_grad_hook() {
   // example-begin multi-grad-hook
-  mg::tensor a = mg::tensor(1.0).requires_grad_(), b = mg::tensor(2.0).requires_grad_();
+  mg::tensor a = mg::tensor(1.0, mg::f64).requires_grad_(), b = mg::tensor(2.0, mg::f64).requires_grad_();
   int calls = 0;
   auto h = mg::autograd::register_multi_grad_hook({a, b}, [&](const mg::tensor_list& grads) {
     calls += grads[0].defined() + grads[1].defined();
@@ -88,7 +88,7 @@ void multi_grad_hook() {
 
 void saved_tensor_hooks() {
   // example-begin saved-tensors
-  mg::tensor x = mg::tensor({1.0, 2.0}).requires_grad_();
+  mg::tensor x = mg::tensor({1.0, 2.0}, mg::f64).requires_grad_();
   mg::tensor y;
   {
     int packed = 0;
@@ -124,14 +124,14 @@ void anomaly_and_checks() {
   std::string message;
   try {
     mg::autograd::detect_anomaly_guard on;  // with torch.autograd.detect_anomaly():
-    mg::tensor x = mg::tensor(0.0).requires_grad_();
+    mg::tensor x = mg::tensor(0.0, mg::f64).requires_grad_();
     mg::sqrt(x).backward();  // d/dx sqrt(x) at 0 is infinite
   } catch (const mg::error& e) {
     message = e.what();  // names the node (sqrt) and where it was called
   }
   auto f = [](const mg::tensor_list& in) { return mg::sin(in[0]) * in[1]; };
-  mg::tensor_list in{mg::tensor({0.3, 1.1}).requires_grad_(),
-                     mg::tensor({2.0, -1.0}).requires_grad_()};
+  mg::tensor_list in{mg::tensor({0.3, 1.1}, mg::f64).requires_grad_(),
+                     mg::tensor({2.0, -1.0}, mg::f64).requires_grad_()};
   bool ok1 =
       mg::autograd::gradcheck(f, in, {.eps = 1e-6, .atol = 1e-5});  // torch.autograd.gradcheck
   bool ok2 = mg::autograd::gradgradcheck(f, in);

@@ -11,7 +11,7 @@ int main() {
   namespace fn = mg::autograd::functional;
   auto f = [](const mg::tensor& x) { return mg::sin(x) * x; };         // [3] -> [3]
   auto loss = [](const mg::tensor& x) { return mg::sum(x * x * x); };  // [3] -> one element
-  const mg::tensor x{0.5, 1.0, 2.0}, v{1.0, 0.0, -1.0};
+  const mg::tensor x({0.5, 1.0, 2.0}, mg::f64), v({1.0, 0.0, -1.0}, mg::f64);
 
   auto [y, vjp] = fn::vjp(f, x, v);     // {f(x), v^T J}
   auto [y2, jvp] = fn::jvp(f, x, v);    // {f(x), J v}
@@ -20,13 +20,13 @@ int main() {
   mg::tensor h = fn::hessian(loss, x);  // [3, 3]: diag(6 x)
 
   // create_graph: the results stay differentiable in the caller's x
-  mg::tensor w = mg::tensor{0.5, 1.0, 2.0}.requires_grad_();
+  mg::tensor w = mg::tensor({0.5, 1.0, 2.0}, mg::f64).requires_grad_();
   mg::tensor hw = fn::hessian(loss, w, {.create_graph = true});
   mg::tensor d3 = mg::autograd::grad({mg::sum(hw)}, {w})[0];  // third derivative: 6, 6, 6
 
   // mg::grad and mg::hessian nest on tensors as on numbers
   auto g = [](auto t) { return sin(t) * exp(t); };
-  mg::tensor d2 = mg::hessian<0>(g)(mg::tensor(0.4));  // 2 e^x cos x
+  mg::tensor d2 = mg::hessian<0>(g)(mg::tensor(0.4, mg::f64));  // 2 e^x cos x
   // example-end functional
 
   const auto close = [](const mg::tensor& t, const mg::tensor& e) {

@@ -14,7 +14,9 @@ int main() {
   std::printf("static:  df/dx = %.6f  df/dy = %.6f  d2f/dx2 = %.6f\n", dx, dy, d2);
 
   // Runtime engine: a recorded graph, as in torch.autograd.
-  mg::tensor x = mg::tensor(2.0).requires_grad_(), y = mg::tensor(3.0).requires_grad_();
+  // (Floating literals give f32, as in libtorch; f64 here, as the static engine computes.)
+  mg::tensor x = mg::tensor(2.0, mg::f64).requires_grad_();
+  mg::tensor y = mg::tensor(3.0, mg::f64).requires_grad_();
   mg::tensor z = f(x, y);
   z.backward();
   std::printf("runtime: df/dx = %.6f  df/dy = %.6f\n", x.grad().item<double>(),

@@ -10,7 +10,7 @@ int main() {
   mg::manual_seed(0);
   auto w = mg::randn({4, 3}, {.dtype = mg::f64, .requires_grad = true});
   auto x = mg::randn({2, 5, 4}, {.dtype = mg::f64});
-  auto targets = mg::tensor{2.0, 0.0}.to(mg::i64);
+  auto targets = mg::tensor({2, 0});  // integers give i64
 
   auto h = mg::matmul(x, w);    // [2,5,4] x [4,3] -> [2,5,3]: batches broadcast
   auto pooled = mg::max(h, 1);  // [2,3]; the gradient goes to the first maximum

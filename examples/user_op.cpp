@@ -15,7 +15,7 @@ struct my_cube {
 int main() {
   double y = mg::apply<my_cube>(2.0);                                       // 8
   double dy = mg::grad([](auto x) { return mg::apply<my_cube>(x); })(2.0);  // 12
-  mg::tensor x = mg::tensor{1.0, 2.0}.requires_grad_();
+  mg::tensor x = mg::tensor({1.0, 2.0}, mg::f64).requires_grad_();
   mg::sum(mg::apply<my_cube>(x)).backward();  // x.grad(): 3, 12
   const auto g = x.grad().to_xtensor<double>();
   return y == 8 && dy == 12 && g(0) == 3 && g(1) == 12 ? 0 : 1;

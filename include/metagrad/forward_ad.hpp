@@ -68,7 +68,7 @@ tensor differentiable_alias(const tensor& t) {
 /// A tensor with primal's elements (a view of it, differentiable with respect to it) and
 /// `tangent` as its tangent, inside an open dual_level:
 /// ```cpp
-/// auto x = mg::forward_ad::make_dual(mg::tensor({1.0, 2.0}), mg::ones({2}));
+/// auto x = mg::forward_ad::make_dual(mg::tensor({1.0, 2.0}, mg::f64), mg::ones({2}));
 /// ```
 template <int I = 0>
 tensor make_dual(const tensor& primal, const tensor& tangent) {

@@ -128,7 +128,7 @@ auto vhp(const F& f, const X& x, const X& v, bool create_graph) {
 /// ```cpp
 /// mg::tensor a{{1.0, 2.0}, {3.0, 4.0}};
 /// auto j = mg::autograd::functional::jacobian([&](const mg::tensor& x) {
-///   return mg::matmul(a, x); }, mg::tensor{5.0, 6.0});   // j equals a
+///   return mg::matmul(a, x); }, mg::tensor({5.0, 6.0}, mg::f64));   // j equals a
 /// ```
 template <class F, class X = tensor_list>
 requires detail::functional_impl::Inputs<X>

@@ -498,7 +498,7 @@ constexpr auto jacobian(F f) {
 /// function of a tensor, see mg::autograd::functional::hessian):
 /// ```cpp
 /// double d2 = mg::hessian<0>(f)(2.0, 3.0);
-/// mg::tensor t = mg::hessian<0>([](auto x) { return x * x * x; })(mg::tensor(2.0));   // 12
+/// mg::tensor t = mg::hessian<0>([](auto x) { return x * x * x; })(mg::tensor(2.0, mg::f64));   // 12
 /// ```
 template <std::size_t I, class F>
 constexpr auto hessian(F f) {

@@ -7,9 +7,12 @@
 // f(x, y).backward();   // x.grad(), y.grad()
 // ```
 //
-// - **Construction.** `mg::tensor{{1., 2.}, {3., 4.}}` (f64 2x2; float elements give f32),
-//   `mg::tensor{1., 2.}` (1-D), `mg::tensor(3.0)` (0-d; note `mg::tensor{3.0}` is 1-D with one
-//   element), `mg::tensor(xt::xarray<double>{...})` (any xtensor expression of float or double),
+// - **Construction.** `mg::tensor{{1., 2.}, {3., 4.}}` (2x2), `mg::tensor{1., 2.}` (1-D),
+//   `mg::tensor(3.0)` (0-d; note `mg::tensor{3.0}` is 1-D with one element): floating literals
+//   give the default dtype, f32, as libtorch's torch::tensor does; integers give i64, bools bool;
+//   a dtype as last argument overrides it: `mg::tensor({1., 2.}, mg::f64)`.
+//   `mg::tensor(xt::xarray<double>{...})`: any xtensor expression of float or double, in its
+//   element type;
 //   and the factories `zeros`, `ones`, `full`, `randn` with `{.dtype, .device, .requires_grad}`.
 // - **Reading.** `shape()`, `strides()`, `numel()`, `dim()`, `dtype()`, `device()`,
 //   `item<T>()` (one element), `to_xtensor<T>()` / `xt::xarray<T>(t)` (a copy).
@@ -111,8 +114,12 @@ struct item_value {
   bool is_integral;
 };
 MG_API item_value item_of(const tensor_impl& t);
-// A CPU tensor of `shape` and dtype d holding a copy of `values` (numel elements of d, contiguous).
-MG_API impl_ptr from_values(const shape_t& shape, dtype d, const void* values);
+// A C++ number type a tensor can be made of (<metagrad/detail/tensor_inline.hpp>).
+template <class T>
+concept Literal = std::is_arithmetic_v<T>;
+// A CPU tensor of `shape` and dtype `wanted` holding `values` (numel elements of dtype `stored`,
+// contiguous), converted.
+MG_API impl_ptr from_values(const shape_t& shape, dtype stored, const void* values, dtype wanted);
 // t's elements in row-major order, converted to dtype d, copied to `out` (on the CPU).
 MG_API void read_elements(const tensor_impl& t, dtype d, void* out);
 
@@ -163,14 +170,26 @@ class tensor {
   }
   ~tensor() { drop(std::move(impl_)); }
 
-  template <std::floating_point T>
+  // A C++ number or a nested list of them, read as libtorch reads literals (Note [Literal
+  // dtypes] in detail/tensor_inline.hpp): floating values give the default dtype, f32, integers
+  // i64 and bools bool; or the dtype given: `mg::tensor({1.0, 2.0}, mg::f64)`.
+  template <detail::Literal T>
   explicit tensor(T value);
-  template <std::floating_point T>
+  template <detail::Literal T>
+  explicit tensor(T value, mg::dtype d);
+  template <detail::Literal T>
   tensor(std::initializer_list<T> values);
-  template <std::floating_point T>
+  template <detail::Literal T>
+  explicit tensor(std::initializer_list<T> values, mg::dtype d);
+  template <detail::Literal T>
   tensor(std::initializer_list<std::initializer_list<T>> values);
-  template <std::floating_point T>
+  template <detail::Literal T>
+  explicit tensor(std::initializer_list<std::initializer_list<T>> values, mg::dtype d);
+  template <detail::Literal T>
   tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values);
+  template <detail::Literal T>
+  explicit tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values,
+                  mg::dtype d);
   template <class E>
   explicit tensor(const xt::xexpression<E>& e);
 

@@ -17,7 +17,7 @@ using op = complete;
 #endif
 
 int main() {
-  mg::tensor x = mg::tensor(1.0).requires_grad_();
+  mg::tensor x = mg::tensor(1.0, mg::f64).requires_grad_();
   mg::apply<op>(x).backward();
   return x.grad().item<double>() == 2.0 ? 0 : 1;
 }

@@ -5,7 +5,7 @@
 #include <metagrad/tensor_xtensor.hpp>
 
 int main() {
-  const mg::tensor x{1.0, 2.0};
+  const mg::tensor x({1.0, 2.0}, mg::f64);
 #ifdef MG_COMPILE_FAIL
   auto f = [](const mg::tensor& t) { return mg::sum(t * t).item<double>(); };
 #else

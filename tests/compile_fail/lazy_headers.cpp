@@ -14,10 +14,10 @@
 
 int main() {
 #if MG_COMPILE_FAIL == 1
-  const mg::tensor x(1.0);
+  const mg::tensor x(1.0, mg::f64);
   return (x + x).item<double>() == 2.0 ? 0 : 1;
 #elif MG_COMPILE_FAIL == 3
-  const mg::tensor x = mg::tensor({1.0, 2.0}).requires_grad_();
+  const mg::tensor x = mg::tensor({1.0, 2.0}, mg::f64).requires_grad_();
   const mg::tensor y = (mg::sin(x) * x + 2).sum();
   y.backward();
   std::cout << x.grad() << '\n';

@@ -16,7 +16,7 @@ struct my_exp {
 };
 
 int main() {
-  mg::tensor x = mg::tensor{0.5, 1.0}.requires_grad_();
+  mg::tensor x = mg::tensor({0.5, 1.0}, mg::f64).requires_grad_();
   mg::sum(mg::apply<my_exp>(x)).backward();
   return x.grad().numel() == 2 ? 0 : 1;
 }

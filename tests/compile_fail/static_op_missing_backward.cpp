@@ -18,7 +18,7 @@ using op = square;
 #endif
 
 int main() {
-  mg::tensor x = mg::tensor(3.0).requires_grad_();
+  mg::tensor x = mg::tensor(3.0, mg::f64).requires_grad_();
   mg::apply<op>(x).backward();
   return x.grad().item<double>() == 6.0 ? 0 : 1;
 }

@@ -136,13 +136,13 @@ TEST_P(PowSemantics, GradientOfXToTheZeroIsZero) {
   }
   {
     mg::forward_ad::dual_level level;
-    const mg::tensor x = mg::forward_ad::make_dual(mg::tensor(x0).to(d), mg::tensor(1.0).to(d));
+    const mg::tensor x = mg::forward_ad::make_dual(mg::tensor(x0).to(d), mg::tensor(1.0, mg::f64).to(d));
     expect_exact_zeros(mg::forward_ad::unpack_dual(mg::pow(x - x, 0.0)).tangent,
                        "the tangent of pow(x - x, 0)");
   }
   {
-    mg::tensor a = mg::tensor({0.0, 0.0, 2.0}).to(d).requires_grad_();
-    mg::tensor b = mg::tensor({0.0, 0.0, 0.0}).to(d).requires_grad_();
+    mg::tensor a = mg::tensor({0.0, 0.0, 2.0}, mg::f64).to(d).requires_grad_();
+    mg::tensor b = mg::tensor({0.0, 0.0, 0.0}, mg::f64).to(d).requires_grad_();
     mg::sum(mg::pow(a, b)).backward();
     expect_exact_zeros(a.grad(), "pow(a, b) where b == 0");
   }

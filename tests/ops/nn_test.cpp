@@ -34,10 +34,10 @@ MG_TEST_ON_EACH_DEVICE(NnSemantics);
 TEST_P(NnSemantics, CrossEntropyValuesAndErrors) {
   const mg::device dev = GetParam();
   const tensor logits = mg::zeros({2, 3}, {.dtype = mg::f64, .device = dev});
-  const tensor targets = tensor{2.0, 0.0}.to(mg::i64).to(dev);
+  const tensor targets = tensor({2.0, 0.0}, mg::f64).to(mg::i64).to(dev);
   EXPECT_NEAR(mg::cross_entropy(logits, targets).item<double>(), std::log(3.0), 1e-15);
-  const tensor z = tensor{{1.0, 2.0, 3.0}}.to(dev).requires_grad_();
-  const tensor l = mg::cross_entropy(z, tensor{0.0}.to(mg::i64).to(dev));
+  const tensor z = tensor({{1.0, 2.0, 3.0}}, mg::f64).to(dev).requires_grad_();
+  const tensor l = mg::cross_entropy(z, tensor({0.0}, mg::f64).to(mg::i64).to(dev));
   const double e = std::exp(1.0), s = e + e * e + e * e * e;
   EXPECT_NEAR(l.item<double>(), -std::log(e / s), 1e-14);
   l.backward();
@@ -45,27 +45,27 @@ TEST_P(NnSemantics, CrossEntropyValuesAndErrors) {
   EXPECT_NEAR(z.grad().to_xtensor<double>()(0, 2), e * e * e / s, 1e-14);
   mg_test::expect_error(
       [&] {
-        (void)mg::cross_entropy(logits, tensor{3.0, 0.0}.to(mg::i64).to(dev));
+        (void)mg::cross_entropy(logits, tensor({3.0, 0.0}, mg::f64).to(mg::i64).to(dev));
       },
       {"cross_entropy", "target 3", "3 classes", "0 to 2"});
   mg_test::expect_error(
       [&] {
-        (void)mg::cross_entropy(logits, tensor{1.0, 0.0}.to(dev));
+        (void)mg::cross_entropy(logits, tensor({1.0, 0.0}, mg::f64).to(dev));
       },
       {"cross_entropy", "i64"});
-  mg_test::expect_error([&] { (void)mg::cross_entropy(logits, tensor{1.0}.to(mg::i64).to(dev)); },
+  mg_test::expect_error([&] { (void)mg::cross_entropy(logits, tensor({1.0}, mg::f64).to(mg::i64).to(dev)); },
                         {"cross_entropy", "1 targets", "[2,3]"});
 }
 
 TEST_P(NnSemantics, Values) {
   const mg::device dev = GetParam();
-  const tensor x = tensor{{1.0, 2.0, 3.0}, {1000.0, 1000.0, 1000.0}}.to(dev);
+  const tensor x = tensor({{1.0, 2.0, 3.0}, {1000.0, 1000.0, 1000.0}}, mg::f64).to(dev);
   const auto s = mg::softmax(x, 1).to_xtensor<double>();
   const double e = std::exp(1.0), z = 1 + e + e * e;
   EXPECT_NEAR(s(0, 0), 1 / z, 1e-15);
   EXPECT_NEAR(s(0, 2), e * e / z, 1e-15);
   EXPECT_NEAR(s(1, 1), 1.0 / 3, 1e-15);  // stable: no overflow at 1000
   EXPECT_NEAR(mg::log_softmax(x, 1).to_xtensor<double>()(0, 0), -std::log(z), 1e-14);
-  EXPECT_DOUBLE_EQ(mg::mse_loss(tensor{1.0, 2.0}.to(dev), tensor{0.0, 4.0}.to(dev)).item<double>(),
+  EXPECT_DOUBLE_EQ(mg::mse_loss(tensor({1.0, 2.0}, mg::f64).to(dev), tensor({0.0, 4.0}, mg::f64).to(dev)).item<double>(),
                    2.5);
 }

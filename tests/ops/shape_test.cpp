@@ -126,7 +126,7 @@ TEST_P(IndexingOnEveryBackend, ViewsIndicesAndDtypes) {
   EXPECT_EQ(row.impl()->store, x.impl()->store);
   EXPECT_EQ(row.device(), dev);
   EXPECT_EQ(col.to_xtensor<double>()(1, 0), 2.0);
-  const tensor idx = tensor{1.0, 1.0, 0.0}.to(mg::i64).to(dev);
+  const tensor idx = tensor({1.0, 1.0, 0.0}, mg::f64).to(mg::i64).to(dev);
   const tensor picked = mg::index_select(x, 0, idx);
   EXPECT_EQ(picked.to_xtensor<double>()(1, 2), 5.0);
   const tensor joined = mg::cat({x, picked}, 0);

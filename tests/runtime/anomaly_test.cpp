@@ -111,7 +111,7 @@ TEST(Anomaly, InPlaceMemberNamesItsLine) {
 // A public function that calls others (softmax: max, exp, sum, div; mse_loss: sub, square,
 // mean) records all its nodes at the caller's line, not at lines of the library.
 TEST(Anomaly, CompositeOpsRecordTheOutermostCall) {
-  tensor x = leaf({1.0, 2.0, 3.0}), t = tensor{0.0, 1.0, 0.0};
+  tensor x = leaf({1.0, 2.0, 3.0}), t = tensor({0.0, 1.0, 0.0}, mg::f64);
   const auto [s, ls] = std::pair(mg::softmax(x, 0), __LINE__);
   const auto [m, lm] = std::pair(mg::mse_loss(x, t), __LINE__);
   const auto [c, lc] = std::pair(mg::cat({x, x}, 0), __LINE__);
@@ -201,7 +201,7 @@ TEST(Anomaly, UserFunctionsPassTheirCallersSiteOn) {
 TEST(Anomaly, DocsExample) {
   std::string message;
   // example-begin anomaly-guard
-  mg::tensor x = mg::tensor{0.0, 1.0}.requires_grad_();
+  mg::tensor x = mg::tensor({0.0, 1.0}, mg::f64).requires_grad_();
   mg::tensor y = mg::sqrt(x);  // d/dx sqrt(x) = 1/(2 sqrt(x)): infinite at 0
   mg::autograd::detect_anomaly_guard anomaly;
   try {

@@ -23,7 +23,7 @@ double val(const tensor& t) { return t.item<double>(); }
 }  // namespace
 
 TEST(RuntimeGraph, LeavesNodesAndNames) {
-  tensor x = leaf(2.0), c(3.0);
+  tensor x = leaf(2.0), c(3.0, mg::f64);
   EXPECT_TRUE(x.is_leaf());
   EXPECT_TRUE(x.requires_grad());
   EXPECT_EQ(x.grad_fn(), nullptr);
@@ -79,7 +79,7 @@ TEST(RuntimeGraph, NumberOperandsAreBoundIntoTheNode) {
   EXPECT_DOUBLE_EQ(val(g), 3.0 * (0.5 * 3.0 + 1.0));
   EXPECT_DOUBLE_EQ(val(mg::autograd::grad({g}, {z})[0]), 9.0);
   // a number takes the dtype the op computes in: f32 rounds 0.1 in forward and backward alike
-  tensor w = mg::tensor(1.0).to(mg::f32).requires_grad_();
+  tensor w = mg::tensor(1.0, mg::f64).to(mg::f32).requires_grad_();
   tensor v = w * 0.1;
   v.backward();
   EXPECT_EQ(w.grad().dtype(), mg::f32);
@@ -172,7 +172,7 @@ TEST(RuntimeBackward, InputsRestrictAccumulation) {
   u.backward(tensor{}, {.inputs = {t}});  // g++ 12 finds {.inputs = {t}} alone ambiguous
   EXPECT_NEAR(val(t.grad()), std::cos(4.0), 1e-15);
   EXPECT_DOUBLE_EQ(val(x.grad()), 5.0);  // unchanged
-  expect_error([&] { z.backward({.retain_graph = true, .inputs = {tensor(1.0)}}); },
+  expect_error([&] { z.backward({.retain_graph = true, .inputs = {tensor(1.0, mg::f64)}}); },
                {"backward", "input 0 does not require grad"});
 }
 
@@ -236,10 +236,10 @@ TEST(RuntimeGrad, AllowUnused) {
 }
 
 TEST(RuntimeGrad, NonLeafInputsAndGradOutputs) {
-  tensor x = mg::tensor{1., 2., 3.}.requires_grad_();
+  tensor x = mg::tensor({1., 2., 3.}, mg::f64).requires_grad_();
   tensor t = x * x;
   tensor y = sin(t);
-  auto g = mg::autograd::grad({y}, {t, x}, {mg::tensor{1., 0., 2.}});
+  auto g = mg::autograd::grad({y}, {t, x}, {mg::tensor({1., 0., 2.}, mg::f64)});
   EXPECT_NEAR(g[0].to_xtensor<double>()(2), 2 * std::cos(9.0), 1e-14);
   EXPECT_NEAR(g[1].to_xtensor<double>()(2), 2 * std::cos(9.0) * 6, 1e-13);
   EXPECT_DOUBLE_EQ(g[1].to_xtensor<double>()(1), 0.0);
@@ -269,11 +269,11 @@ TEST(RuntimeErrors, MessagesNameTheOpShapesAndFix) {
 }
 
 TEST(RuntimeSaved, InPlaceModificationOfASavedTensorIsDetected) {
-  tensor x = mg::tensor{1., 2.}.requires_grad_();
-  tensor c = mg::tensor{3., 4.};
+  tensor x = mg::tensor({1., 2.}, mg::f64).requires_grad_();
+  tensor c = mg::tensor({3., 4.}, mg::f64);
   tensor y = (x * c).sum();
   const auto v0 = c.version();
-  c.mul_(mg::tensor(2.0));
+  c.mul_(mg::tensor(2.0, mg::f64));
   EXPECT_EQ(c.version(), v0 + 1);
   EXPECT_EQ(c.to_xtensor<double>(), (xt::xarray<double>{6., 8.}));
   expect_error([&] { y.backward(); },
@@ -283,14 +283,14 @@ TEST(RuntimeSaved, InPlaceModificationOfASavedTensorIsDetected) {
   tensor s = e.sum();
   {
     mg::no_grad_guard ng;
-    e.detach().add_(mg::tensor(1.0));
+    e.detach().add_(mg::tensor(1.0, mg::f64));
   }
   expect_error([&] { s.backward(); }, {"in-place", "exp"});
   // in-place on a tensor that requires grad, with grad mode on, is refused
-  expect_error([&] { x.add_(mg::tensor(1.0)); }, {"add_", "requires grad", "no_grad_guard"});
+  expect_error([&] { x.add_(mg::tensor(1.0, mg::f64)); }, {"add_", "requires grad", "no_grad_guard"});
   {
     mg::no_grad_guard ng;
-    x.add_(mg::tensor(1.0));
+    x.add_(mg::tensor(1.0, mg::f64));
   }  // an optimiser step
   EXPECT_EQ(x.to_xtensor<double>(), (xt::xarray<double>{2., 3.}));
 }
@@ -330,14 +330,14 @@ TEST(RuntimeGrad, GradIsAccumulatedInPlace) {
 
   // the gradient reaching a leaf unchanged (clone's backward passes it on) is copied first
   tensor a = mg::ones({2}, {.dtype = mg::f64, .requires_grad = true});
-  tensor s = tensor{5., 7.};
+  tensor s = tensor({5., 7.}, mg::f64);
   a.clone().backward(s);
   a.clone().backward(s);
   EXPECT_EQ(values(a.grad()), (std::vector<double>{10, 14}));
   EXPECT_EQ(values(s), (std::vector<double>{5, 7}));
 
   // with create_graph the sum is a new tensor that carries its graph
-  tensor w = tensor{2.}.requires_grad_();
+  tensor w = tensor({2.}, mg::f64).requires_grad_();
   (w * w * w).sum().backward({.create_graph = true});
   tensor first = w.grad();
   EXPECT_TRUE(first.requires_grad());
@@ -377,7 +377,7 @@ TEST(RuntimeGrad, ViewOfABaseWrittenInPlaceRequiresGrad) {
 // test_function_returns_input / next_functions of `x + 5`: one edge per operand, empty for the
 // number.
 TEST(RuntimeGrad, ANumberOperandHasAnEmptyEdge) {
-  tensor x = tensor{1., 2.}.requires_grad_();
+  tensor x = tensor({1., 2.}, mg::f64).requires_grad_();
   const auto add = (x + 5.0).grad_fn();
   ASSERT_EQ(add->next_functions().size(), 2u);
   EXPECT_TRUE(add->next_functions()[0]);
@@ -395,8 +395,8 @@ TEST(RuntimeGrad, ANumberOperandHasAnEmptyEdge) {
 // test_grad_materialize_grads: unused inputs get zeros (requiring grad) instead of undefined
 // tensors; allow_unused = false with it is an error.
 TEST(RuntimeGrad, MaterializeGrads) {
-  tensor x = mg::tensor(0.5).requires_grad_();
-  tensor a = mg::tensor(2.0).requires_grad_();
+  tensor x = mg::tensor(0.5, mg::f64).requires_grad_();
+  tensor a = mg::tensor(2.0, mg::f64).requires_grad_();
   tensor y = x * a;
   const auto dx = mg::autograd::grad({y}, {x}, {}, {.create_graph = true})[0];
   const auto dx2 = mg::autograd::grad({dx}, {x}, {}, {.materialize_grads = true})[0];
@@ -415,7 +415,7 @@ TEST(RuntimeGrad, MaterializeGrads) {
 // An integer or bool result carries no gradient (torch: only floating tensors require grad), so
 // a function of x through x.to(mg::i64) does not depend on x.
 TEST(RuntimeGrad, IntegerResultsCarryNoGradient) {
-  tensor x = tensor{1.5, -2.5}.requires_grad_();
+  tensor x = tensor({1.5, -2.5}, mg::f64).requires_grad_();
   const tensor i = x.to(mg::i64);
   EXPECT_FALSE(i.requires_grad());
   EXPECT_EQ(i.grad_fn(), nullptr);

@@ -19,7 +19,7 @@ constexpr int long_chain = chain;
 #endif
 
 TEST(RuntimeChain, MillionAddsBackwardAndFree) {
-  mg::tensor x = mg::tensor(0.5).requires_grad_();
+  mg::tensor x = mg::tensor(0.5, mg::f64).requires_grad_();
   std::weak_ptr<mg::autograd::node> head;
   {
     mg::tensor y = x;
@@ -33,7 +33,7 @@ TEST(RuntimeChain, MillionAddsBackwardAndFree) {
 }
 
 TEST(RuntimeChain, MillionMulsBackwardAndFree) {
-  mg::tensor x = mg::tensor(1.0).requires_grad_();
+  mg::tensor x = mg::tensor(1.0, mg::f64).requires_grad_();
   std::weak_ptr<mg::autograd::node> head;
   {
     mg::tensor y = x;
@@ -48,7 +48,7 @@ TEST(RuntimeChain, MillionMulsBackwardAndFree) {
 }
 
 TEST(RuntimeChain, MillionNodesFreedWithoutBackward) {
-  mg::tensor x = mg::tensor(0.5).requires_grad_();
+  mg::tensor x = mg::tensor(0.5, mg::f64).requires_grad_();
   std::weak_ptr<mg::autograd::node> head;
   {
     mg::tensor y = x;

@@ -94,7 +94,7 @@ TEST(ForwardAD, ShapedOpsByTheDoubleVjp) {
       {{2, 4}});
   check_jvp(
       [](const tensor_list& x) {
-        return x[0].index_select(0, mg::tensor({2.0, 0.0, 2.0}).to(mg::i64));
+        return x[0].index_select(0, mg::tensor({2.0, 0.0, 2.0}, mg::f64).to(mg::i64));
       },
       {{3, 2}});
   check_jvp([](const tensor_list& x) { return mg::cat({x[0], x[1] * 2.0}, 0); }, {{2, 3}, {1, 3}});
@@ -133,7 +133,7 @@ TEST(ForwardAD, MatmulTangentsInTheOutputsShape) {
       },
       {{1, 1}});
   fw::dual_level level;
-  const tensor a = fw::make_dual(tensor({{2.0}}), tensor({{1.0}}));
+  const tensor a = fw::make_dual(tensor({{2.0}}, mg::f64), tensor({{1.0}}, mg::f64));
   const tensor y = mg::matmul(a.expand({2, 1, 1}), a);  // a^2 per batch: the tangent 2a = 4
   EXPECT_EQ(fw::unpack_dual(y).tangent.shape(), (mg::shape_t{2, 1, 1}));
   EXPECT_EQ(values(fw::unpack_dual(y).tangent), (std::vector<double>{4, 4}));
@@ -141,8 +141,8 @@ TEST(ForwardAD, MatmulTangentsInTheOutputsShape) {
 
 TEST(ForwardAD, InputsWithoutTangentAndNoGradMode) {
   fw::dual_level level;
-  tensor a = fw::make_dual(mg::tensor({1.0, 2.0}), mg::tensor({1.0, 0.0}));
-  tensor b = mg::tensor({3.0, 4.0});  // no tangent: a constant
+  tensor a = fw::make_dual(mg::tensor({1.0, 2.0}, mg::f64), mg::tensor({1.0, 0.0}, mg::f64));
+  tensor b = mg::tensor({3.0, 4.0}, mg::f64);  // no tangent: a constant
   {
     mg::no_grad_guard ng;  // forward AD does not depend on grad mode
     auto [p, t] = fw::unpack_dual(a * b + b);
@@ -154,7 +154,7 @@ TEST(ForwardAD, InputsWithoutTangentAndNoGradMode) {
 
 TEST(ForwardAD, InPlaceOpsKeepTheTangent) {
   fw::dual_level level;
-  tensor x = fw::make_dual(mg::tensor({1.0, 2.0}), mg::tensor({1.0, 1.0}));
+  tensor x = fw::make_dual(mg::tensor({1.0, 2.0}, mg::f64), mg::tensor({1.0, 1.0}, mg::f64));
   tensor y = x * 1.0;
   y.mul_(3.0);
   y.exp_();
@@ -170,8 +170,8 @@ TEST(ForwardAD, FusedFunctionsGoOpByOp) {
 
 TEST(ForwardAD, TangentsAreDifferentiable) {
   // forward-over-reverse: d/dx of the tangent of sum(x^3) along v is 6 x v (the Hessian times v)
-  tensor x = mg::tensor({0.5, -1.0, 2.0}).requires_grad_();
-  tensor v = mg::tensor({1.0, 2.0, -1.0});
+  tensor x = mg::tensor({0.5, -1.0, 2.0}, mg::f64).requires_grad_();
+  tensor v = mg::tensor({1.0, 2.0, -1.0}, mg::f64);
   fw::dual_level level;
   tensor y = mg::sum(mg::pow(fw::make_dual(x, v), 3));
   tensor t = fw::unpack_dual(y).tangent;
@@ -205,8 +205,8 @@ struct seed_fw_func {
 };
 
 TEST(ForwardAD, FunctionJvp) {
-  tensor a = mg::tensor(1.0).requires_grad_(), t = mg::tensor(1.0);
-  tensor b = mg::tensor(2.0).requires_grad_();
+  tensor a = mg::tensor(1.0, mg::f64).requires_grad_(), t = mg::tensor(1.0, mg::f64);
+  tensor b = mg::tensor(2.0, mg::f64).requires_grad_();
   {
     fw::dual_level level;
     tensor a_dual = fw::make_dual(a, t);
@@ -226,14 +226,14 @@ struct no_jvp {
 };
 
 TEST(ForwardAD, LevelsAndErrors) {
-  tensor x = mg::tensor({1.0, 2.0});
+  tensor x = mg::tensor({1.0, 2.0}, mg::f64);
   expect_error([&] { fw::make_dual(x, mg::ones({2})); }, {"make_dual", "no dual level"});
   tensor kept;
   {
     fw::dual_level level;
     expect_error([] { fw::dual_level nested; }, {"dual_level", "nested"});
     expect_error([&] { fw::make_dual(x, mg::ones({3})); }, {"make_dual", "shape [3]", "shape [2]"});
-    expect_error([&] { fw::make_dual(mg::tensor({1.0}).to(mg::i64), mg::ones({1})); },
+    expect_error([&] { fw::make_dual(mg::tensor({1.0}, mg::f64).to(mg::i64), mg::ones({1})); },
                  {"make_dual", "i64"});
     kept = fw::make_dual(x, mg::ones({2})) * 2.0;
     EXPECT_TRUE(fw::unpack_dual(kept).tangent.defined());
@@ -247,8 +247,8 @@ TEST(ForwardAD, LevelsAndErrors) {
 // a view is a view of its base's tangent, and in-place writes update tangents in place.
 TEST(ForwardAD, InPlaceWritesThroughViewsUpdateTheBasesTangent) {
   fw::dual_level level;
-  const tensor t{1., 2.};
-  tensor d = fw::make_dual(tensor{3., 4.}, t);
+  const tensor t({1., 2.}, mg::f64);
+  tensor d = fw::make_dual(tensor({3., 4.}, mg::f64), t);
   tensor w = d.slice(0, 0, 1);
   w.mul_(2.0);  // d = [6, 4], its tangent [2 t0, t1]
   EXPECT_EQ(values(d), (std::vector<double>{6, 4}));
@@ -268,19 +268,19 @@ TEST(ForwardAD, InPlaceWritesThroughViewsUpdateTheBasesTangent) {
   EXPECT_EQ(values(fw::unpack_dual(d).tangent), (std::vector<double>{2, 2}));
 
   // a tensor written without a tangent while it has one: zeros there
-  tensor e = fw::make_dual(tensor{1., 1.}, tensor{5., 5.}) * 1.0;
+  tensor e = fw::make_dual(tensor({1., 1.}, mg::f64), tensor({5., 5.}, mg::f64)) * 1.0;
   e[1].fill_(0.0);
   EXPECT_EQ(values(fw::unpack_dual(e).tangent), (std::vector<double>{5, 0}));
 
   // the tangent of an op result is its own even where the formula passes a tangent on (add)
-  tensor p = fw::make_dual(tensor{1., 2.}, tensor{1., 1.});
+  tensor p = fw::make_dual(tensor({1., 2.}, mg::f64), tensor({1., 1.}, mg::f64));
   tensor q = p + 0.0;
   q.mul_(4.0);
   EXPECT_EQ(values(fw::unpack_dual(q).tangent), (std::vector<double>{4, 4}));
   EXPECT_EQ(values(fw::unpack_dual(p).tangent), (std::vector<double>{1, 1}));
 
   // detach_ drops the tangent, as torch's
-  tensor f = fw::make_dual(tensor{1., 2.}, tensor{1., 1.}) * 2.0;
+  tensor f = fw::make_dual(tensor({1., 2.}, mg::f64), tensor({1., 1.}, mg::f64)) * 2.0;
   f.detach_();
   EXPECT_FALSE(fw::unpack_dual(f).tangent.defined());
 }
@@ -301,18 +301,18 @@ TEST(ForwardAD, AViewMadeBeforeItsBaseHadATangentReadsTheBases) {
 
   const double x0 = 0.27853384955004801;
   fw::dual_level level;
-  const tensor xd = fw::make_dual(tensor(x0), tensor(1.0));
-  tensor c(1.0328);
+  const tensor xd = fw::make_dual(tensor(x0), tensor(1.0, mg::f64));
+  tensor c(1.0328, mg::f64);
   const tensor u = c.unsqueeze(0);  // no tangent yet
   c.add_(xd);                       // c's tangent: 1
   EXPECT_EQ(values(fw::unpack_dual(u).tangent), (std::vector<double>{1}));
   EXPECT_EQ(fw::unpack_dual(mg::sum(u * 0.7)).tangent.item<double>(), 0.7);
 
-  tensor r{1.0328};
+  tensor r({1.0328}, mg::f64);
   const tensor t = r.transpose(0, 0), e = r.expand({3});
   r.mul_(xd);  // r = 1.0328 x: tangent 1.0328
   EXPECT_DOUBLE_EQ(fw::unpack_dual(mg::sum(t * 0.7)).tangent.item<double>(), 0.7 * 1.0328);
-  EXPECT_DOUBLE_EQ(fw::unpack_dual(mg::sum(e * tensor{0.7, -0.2, 0.1})).tangent.item<double>(),
+  EXPECT_DOUBLE_EQ(fw::unpack_dual(mg::sum(e * tensor({0.7, -0.2, 0.1}, mg::f64))).tangent.item<double>(),
                    (0.7 - 0.2 + 0.1) * 1.0328);
 
   // the primal has no tangent, nor does a view of it

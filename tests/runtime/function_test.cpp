@@ -24,7 +24,7 @@ using mg_test::softplus;
 TEST(RuntimeStaticOp, SameStructInBothEngines) {
   check_runtime([](auto x) { return mg::apply<softplus>(x * x); }, 0.5);
   check_runtime([](auto a, auto b) { return mg::apply<hypot2>(a, b) * a; }, 0.6, -1.7);
-  tensor x = mg::tensor(0.5).requires_grad_();
+  tensor x = mg::tensor(0.5, mg::f64).requires_grad_();
   tensor y = mg::apply<softplus>(x);
   EXPECT_STREQ(y.grad_fn()->name(), "softplus");
   // its forward ran without recording: one node, whose input is x's accumulator
@@ -83,7 +83,7 @@ struct wrong_saved {
 
 TEST(RuntimeFunction, OneInput) {
   check_arrays([](const tensor_list& x) { return mg::apply<my_exp>(x[0]) * x[0]; }, {{2, 3}});
-  tensor x = mg::tensor(0.7).requires_grad_();
+  tensor x = mg::tensor(0.7, mg::f64).requires_grad_();
   tensor y = mg::apply<my_exp>(x);
   EXPECT_STREQ(y.grad_fn()->name(), "my_exp");
   EXPECT_DOUBLE_EQ(y.item<double>(), std::exp(0.7));
@@ -99,20 +99,20 @@ TEST(RuntimeFunction, TwoInputsAndNeedsInputGrad) {
                {{2, 3}, {2, 3}});
   check_arrays([](const tensor_list& x) { return mg::apply<scaled_mul>(x[0], x[1]); },
                {{2, 3}, {3}});
-  tensor a = mg::tensor(3.0).requires_grad_(), b(4.0);
+  tensor a = mg::tensor(3.0, mg::f64).requires_grad_(), b(4.0, mg::f64);
   mg::apply<scaled_mul>(a, b).backward();
   EXPECT_DOUBLE_EQ(a.grad().item<double>(), 8.0);
 }
 
 TEST(RuntimeFunction, NoRecordingWithoutGrad) {
-  tensor a(3.0), b(4.0);
+  tensor a(3.0, mg::f64), b(4.0, mg::f64);
   tensor y = mg::apply<scaled_mul>(a, b);
   EXPECT_FALSE(y.requires_grad());
   EXPECT_DOUBLE_EQ(y.item<double>(), 24.0);
 }
 
 TEST(RuntimeFunction, Errors) {
-  tensor a = mg::tensor(1.0).requires_grad_(), b = mg::tensor(2.0).requires_grad_();
+  tensor a = mg::tensor(1.0, mg::f64).requires_grad_(), b = mg::tensor(2.0, mg::f64).requires_grad_();
   expect_error([&] { mg::apply<wrong_count>(a, b).backward(); },
                {"wrong_count", "backward returned 1 gradient(s)", "forward took 2 differentiable"});
   expect_error([&] { mg::apply<wrong_saved>(a).backward(); }, {"saved_tensors<2>", "saved 1"});
@@ -120,16 +120,16 @@ TEST(RuntimeFunction, Errors) {
   y.backward();
   expect_error([&] { y.backward(); }, {"second time", "my_exp", ".retain_graph = true"});
   // a saved input modified in place
-  tensor c = mg::tensor(2.0);
+  tensor c = mg::tensor(2.0, mg::f64);
   tensor z = mg::apply<scaled_mul>(a, c);
-  c.add_(tensor(1.0));
+  c.add_(tensor(1.0, mg::f64));
   expect_error([&] { z.backward(); }, {"in-place", "scaled_mul"});
 }
 
 TEST(RuntimeFunction, NoCycleThroughTheSavedOutput) {
   std::weak_ptr<mg::autograd::node> n;
   {
-    tensor x = mg::tensor(0.7).requires_grad_();
+    tensor x = mg::tensor(0.7, mg::f64).requires_grad_();
     tensor y = mg::apply<my_exp>(x);
     n = y.grad_fn();
   }
@@ -162,7 +162,7 @@ struct seed_func {
 static_assert(mg::Function<seed_func>);
 
 TEST(RuntimeFunction, SeedFuncWithANumberInputAndState) {
-  tensor a = mg::tensor(1.0).requires_grad_(), b = mg::tensor(2.0).requires_grad_();
+  tensor a = mg::tensor(1.0, mg::f64).requires_grad_(), b = mg::tensor(2.0, mg::f64).requires_grad_();
   tensor d = mg::apply<seed_func>(a, b, 4);
   EXPECT_DOUBLE_EQ(d.item<double>(), 1 * 2 + 2 * 4 + 4 * 2);
   d.backward();
@@ -173,7 +173,7 @@ TEST(RuntimeFunction, SeedFuncWithANumberInputAndState) {
 }
 
 TEST(RuntimeFunction, OnceDifferentiableRefusesDoubleBackward) {
-  tensor a = mg::tensor(1.0).requires_grad_(), b = mg::tensor(2.0).requires_grad_();
+  tensor a = mg::tensor(1.0, mg::f64).requires_grad_(), b = mg::tensor(2.0, mg::f64).requires_grad_();
   tensor d = mg::apply<seed_func>(a, b, 4);
   // the gradient reaching seed_func requires grad (2 d), so its result is marked
   auto ga = mg::autograd::grad({d * d}, {a}, {}, {.create_graph = true})[0];
@@ -198,7 +198,7 @@ struct exp_fn {
 
 TEST(RuntimeFunction, SeedExp) {
   check_arrays([](const tensor_list& x) { return mg::apply<exp_fn>(x[0]); }, {{3, 2}});
-  EXPECT_STREQ(mg::apply<exp_fn>(mg::tensor(1.0).requires_grad_()).grad_fn()->name(), "exp_fn");
+  EXPECT_STREQ(mg::apply<exp_fn>(mg::tensor(1.0, mg::f64).requires_grad_()).grad_fn()->name(), "exp_fn");
 }
 
 // Two outputs, the second not differentiable (the Function docs' sort example, with an index
@@ -224,7 +224,7 @@ struct with_index {
 };
 
 TEST(RuntimeFunction, SeveralOutputsAndNonDifferentiable) {
-  tensor x = mg::tensor({1.0, 2.0}).requires_grad_();
+  tensor x = mg::tensor({1.0, 2.0}, mg::f64).requires_grad_();
   auto [y, i, flag] = mg::apply<with_index>(x);
   EXPECT_TRUE(y.requires_grad());
   EXPECT_FALSE(i.requires_grad());
@@ -262,11 +262,11 @@ struct lazy_func {
 };
 
 TEST(RuntimeFunction, MaterializeGrads) {
-  tensor a = mg::tensor(1.0).requires_grad_();
+  tensor a = mg::tensor(1.0, mg::f64).requires_grad_();
   auto [b, c] = mg::apply<simple_func>(a);
   (b * 5.0).backward();
   EXPECT_DOUBLE_EQ(a.grad().item<double>(), 5.0);
-  tensor a2 = mg::tensor(1.0).requires_grad_();
+  tensor a2 = mg::tensor(1.0, mg::f64).requires_grad_();
   auto [b2, unused] = mg::apply<lazy_func>(a2);  // induces g[1] to be undefined
   (b2 * 7.0).backward();
   EXPECT_EQ(lazy_func::undefined_seen, 1);
@@ -287,7 +287,7 @@ struct add_one_in_place {
 };
 
 TEST(RuntimeFunction, MarkDirty) {
-  tensor leaf = mg::tensor(1.0).requires_grad_();
+  tensor leaf = mg::tensor(1.0, mg::f64).requires_grad_();
   tensor a = leaf.clone();
   tensor b = a * a;
   const auto version = a.version();
@@ -323,8 +323,8 @@ struct weighted_sum {
 };
 
 TEST(RuntimeFunction, ListAndNumberInputs) {
-  tensor x0 = mg::tensor({1.0, 2.0}).requires_grad_(), x1 = mg::tensor({3.0, 4.0});
-  tensor x2 = mg::tensor({5.0, 6.0}).requires_grad_(), b = mg::tensor(1.0).requires_grad_();
+  tensor x0 = mg::tensor({1.0, 2.0}, mg::f64).requires_grad_(), x1 = mg::tensor({3.0, 4.0}, mg::f64);
+  tensor x2 = mg::tensor({5.0, 6.0}, mg::f64).requires_grad_(), b = mg::tensor(1.0, mg::f64).requires_grad_();
   tensor y = mg::apply<weighted_sum>(tensor_list{x0, x1, x2}, 2.5, b);
   EXPECT_EQ(values(y), (std::vector<double>{1 + 2.5 * 9, 1 + 2.5 * 12}));
   mg::sum(y).backward();
@@ -384,7 +384,7 @@ struct extra_gradient {
 };
 
 TEST(RuntimeFunction, ReturnedGradientsAreChecked) {
-  tensor x = mg::tensor({1.0, 2.0}).requires_grad_();
+  tensor x = mg::tensor({1.0, 2.0}, mg::f64).requires_grad_();
   expect_error([&] { mg::sum(mg::apply<wrong_shape>(x)).backward(); },
                {"wrong_shape", "shape [3]", "shape [2]"});
   expect_error([&] { mg::sum(mg::apply<extra_gradient>(x)).backward(); },
@@ -412,7 +412,7 @@ struct marks_an_input {
 };
 
 TEST(RuntimeFunction, ContextMisuseIsAnError) {
-  tensor x = mg::tensor(1.0).requires_grad_();
+  tensor x = mg::tensor(1.0, mg::f64).requires_grad_();
   expect_error([&] { mg::apply<dirty_not_returned>(x * 1.0); },
                {"dirty_not_returned", "mark_dirty", "did not return"});
   expect_error([&] { mg::apply<marks_an_input>(x); },
@@ -434,8 +434,8 @@ TEST(RuntimeFunction, GradcheckOnSeveralOutputs) {
     auto [p, s] = mg::apply<two_outputs>(x[0], x[1]);
     return tensor_list{p, s};
   };
-  const tensor_list in{mg::tensor({0.3, -1.2}).requires_grad_(),
-                       mg::tensor({2.0, 0.5}).requires_grad_()};
+  const tensor_list in{mg::tensor({0.3, -1.2}, mg::f64).requires_grad_(),
+                       mg::tensor({2.0, 0.5}, mg::f64).requires_grad_()};
   EXPECT_TRUE(mg::autograd::gradcheck(f, in));
   EXPECT_TRUE(mg::autograd::gradgradcheck(f, in));
 }
@@ -455,7 +455,7 @@ struct double_duplicate {
 }  // namespace
 
 TEST(RuntimeFunction, ReturningOneTensorTwiceGivesOneTensor) {
-  tensor x = tensor{{0.5, -1.0}, {2.0, 3.0}}.requires_grad_();
+  tensor x = tensor({{0.5, -1.0}, {2.0, 3.0}}, mg::f64).requires_grad_();
   const auto fn = [](const tensor_list& in) {
     auto outs = mg::apply<double_duplicate>(in[0]);
     EXPECT_EQ(outs[0].impl(), outs[1].impl());

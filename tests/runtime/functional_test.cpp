@@ -153,15 +153,15 @@ TEST(FunctionalVjp, OneTensorAgainstDifferences) {
 }
 
 TEST(FunctionalVjp, LinearMapGivesTransposeTimesV) {
-  const tensor a{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}};
-  const tensor x{0.5, -1.0, 2.0}, v{1.0, -2.0};
+  const tensor a({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, mg::f64);
+  const tensor x({0.5, -1.0, 2.0}, mg::f64), v({1.0, -2.0}, mg::f64);
   auto [y, g] = fn::vjp([&](const tensor& t) { return mg::matmul(a, t); }, x, v);
   expect_values(y, {4.5, 9.0}, 1e-14, "A x");
   expect_values(g, {1 - 8.0, 2 - 10.0, 3 - 12.0}, 1e-14, "A^T v");
 }
 
 TEST(FunctionalVjp, OmittedVForOneElementOutput) {
-  const tensor x{1.0, -2.0, 0.5};
+  const tensor x({1.0, -2.0, 0.5}, mg::f64);
   auto [y, g] = fn::vjp([](const tensor& t) { return mg::sum(t * t * t); }, x);
   expect_values(y, {1 - 8 + 0.125}, 1e-14, "sum x^3");
   expect_values(g, {3.0, 12.0, 0.75}, 1e-14, "3 x^2");
@@ -191,7 +191,7 @@ TEST(FunctionalVjp, ListsOfInputsAndOutputs) {
       [](const tensor& t) {
         return tensor_list{t * 2.0, mg::sum(t)};
       },
-      x[0], tensor_list{v[0], tensor(1.0)});
+      x[0], tensor_list{v[0], tensor(1.0, mg::f64)});
   expect_values(gx, values(v[0] * 2.0 + 1.0), 1e-14, "2 v0 + v1");
 }
 
@@ -232,7 +232,7 @@ TEST(FunctionalJvp, ListsAndOmittedV) {
   expect_values(t[0], expected[0], tol, "output 0");
   expect_values(t[1], expected[1], tol, "output 1");
   // v omitted for a one-element input: the derivative
-  auto [c, dc] = fn::jvp([](const tensor& s) { return s * s * s; }, tensor(2.0));
+  auto [c, dc] = fn::jvp([](const tensor& s) { return s * s * s; }, tensor(2.0, mg::f64));
   expect_values(dc, {12.0}, 1e-14, "3 x^2");
   expect_error([&] { (void)fn::jvp(mix, random({3})); },
                {"functional::jvp", "input", "[3]", "pass v"});
@@ -262,7 +262,7 @@ TEST(FunctionalJvp, OutputsThatDoNotDependOnTheInput) {
 // ---- hvp, vhp -----------------------------------------------------------------------------------
 
 TEST(FunctionalHvp, ClosedFormAndDifferencesOfGradients) {
-  const tensor x{1.0, -2.0, 0.5}, v{0.3, 0.7, -1.1};
+  const tensor x({1.0, -2.0, 0.5}, mg::f64), v({0.3, 0.7, -1.1}, mg::f64);
   auto [y, hv] = fn::hvp([](const tensor& t) { return mg::sum(t * t * t); }, x, v);
   expect_values(hv, values(6.0 * x * v), 1e-14, "6 x v");
   // a full Hessian: differences of the gradient along v
@@ -278,7 +278,7 @@ TEST(FunctionalHvp, ClosedFormAndDifferencesOfGradients) {
   expect_values(r2[1], expected[1], tol, "(v^T H) 1");
   EXPECT_FALSE(r[0].requires_grad());
   // v omitted for one element: the second derivative
-  auto [c, d2] = fn::hvp([](const tensor& t) { return mg::sin(t) * mg::exp(t); }, tensor(0.4));
+  auto [c, d2] = fn::hvp([](const tensor& t) { return mg::sin(t) * mg::exp(t); }, tensor(0.4, mg::f64));
   expect_values(d2, {2 * std::exp(0.4) * std::cos(0.4)}, 1e-12, "(sin e^x)''");
 }
 
@@ -297,13 +297,13 @@ TEST(FunctionalHvp, LinearFunctionHasZeroHessian) {
 
 TEST(FunctionalJacobian, KnownFunctions) {
   // A x
-  const tensor a{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}};
+  const tensor a({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, mg::f64);
   const tensor ja =
-      fn::jacobian([&](const tensor& t) { return mg::matmul(a, t); }, tensor{0.1, 0.2, 0.3});
+      fn::jacobian([&](const tensor& t) { return mg::matmul(a, t); }, tensor({0.1, 0.2, 0.3}, mg::f64));
   EXPECT_EQ(ja.shape(), (mg::shape_t{2, 3}));
   expect_values(ja, values(a), 1e-14, "A");
   // elementwise x^3 on [2, 2]: shape [2, 2, 2, 2], 3 x^2 on the diagonal
-  const tensor x{{1.0, 2.0}, {-1.0, 0.5}};
+  const tensor x({{1.0, 2.0}, {-1.0, 0.5}}, mg::f64);
   const tensor jc = fn::jacobian([](const tensor& t) { return t * t * t; }, x);
   EXPECT_EQ(jc.shape(), (mg::shape_t{2, 2, 2, 2}));
   const auto xv = values(x);
@@ -315,9 +315,9 @@ TEST(FunctionalJacobian, KnownFunctions) {
             (mg::shape_t{2, 2}));
   const tensor j0 = fn::jacobian(
       [](const tensor& s) {
-        return tensor{1.0, 2.0} * s * s;
+        return tensor({1.0, 2.0}, mg::f64) * s * s;
       },
-      tensor(3.0));
+      tensor(3.0, mg::f64));
   EXPECT_EQ(j0.shape(), (mg::shape_t{2}));
   expect_values(j0, {6.0, 12.0}, 1e-14, "2 s (1, 2)");
   EXPECT_FALSE(jc.requires_grad());
@@ -379,14 +379,14 @@ TEST(FunctionalJacobian, UnusedInputsAndStrict) {
 
 TEST(FunctionalHessian, KnownFunctions) {
   // sum(x^3): diag(6 x)
-  const tensor x{1.0, -2.0, 0.5};
+  const tensor x({1.0, -2.0, 0.5}, mg::f64);
   const tensor h = fn::hessian([](const tensor& t) { return mg::sum(t * t * t); }, x);
   EXPECT_EQ(h.shape(), (mg::shape_t{3, 3}));
   expect_values(h, {6.0, 0, 0, 0, -12.0, 0, 0, 0, 3.0}, 1e-14, "diag(6 x)");
   // x^T A x: A + A^T
-  const tensor a{{1.0, 2.0}, {0.5, -3.0}};
+  const tensor a({{1.0, 2.0}, {0.5, -3.0}}, mg::f64);
   const tensor hq =
-      fn::hessian([&](const tensor& t) { return mg::dot(t, mg::matmul(a, t)); }, tensor{0.3, 0.9});
+      fn::hessian([&](const tensor& t) { return mg::dot(t, mg::matmul(a, t)); }, tensor({0.3, 0.9}, mg::f64));
   expect_values(hq, {2.0, 2.5, 2.5, -6.0}, 1e-14, "A + A^T");
   // a [2, 2] input: shape [2, 2, 2, 2]; a one-element [1] output counts as a scalar
   const tensor m = random({2, 2});
@@ -554,8 +554,8 @@ TEST(FunctionalStrict, LinearFunctionsWithCreateGraph) {
 // ---- create_graph -------------------------------------------------------------------------------
 
 TEST(FunctionalCreateGraph, ResultsAreDifferentiableInTheCallersInputs) {
-  tensor x = tensor{1.0, -2.0, 0.5}.requires_grad_();
-  const tensor v{0.3, 0.7, -1.1};
+  tensor x = tensor({1.0, -2.0, 0.5}, mg::f64).requires_grad_();
+  const tensor v({0.3, 0.7, -1.1}, mg::f64);
   const auto cube = [](const tensor& t) { return t * t * t; };
   const auto sum_cube = [](const tensor& t) { return mg::sum(t * t * t); };
   const auto xv = values(x.detach()), vv = values(v);
@@ -607,8 +607,8 @@ TEST(FunctionalCreateGraph, ResultsAreDifferentiableInTheCallersInputs) {
 
 TEST(FunctionalCreateGraph, DifferentiableInVToo) {
   // vjp under create_graph is linear in v and keeps v's history
-  tensor v = tensor{1.0, 2.0}.requires_grad_();
-  const tensor x{0.5, -1.5};
+  tensor v = tensor({1.0, 2.0}, mg::f64).requires_grad_();
+  const tensor x({0.5, -1.5}, mg::f64);
   auto [y, g] = fn::vjp([](const tensor& t) { return mg::exp(t); }, x, v, true);
   const tensor dv = mg::autograd::grad({mg::sum(g)}, {v})[0];
   expect_values(dv, values(mg::exp(x)), 1e-14, "d/dv sum(e^x v)");
@@ -674,10 +674,10 @@ TEST(FunctionalErrors, ShapesCountsAndOutputs) {
                {"functional::jacobian", "i64", "floating"});
   // strict: an output that does not depend on the input
   expect_error(
-      [&] { (void)fn::vjp([](const tensor&) { return tensor(1.0); }, x, {}, {.strict = true}); },
+      [&] { (void)fn::vjp([](const tensor&) { return tensor(1.0, mg::f64); }, x, {}, {.strict = true}); },
       {"functional::vjp", "Output 0 of the user-provided function does not require gradients",
        "strict"});
-  auto [c, zero] = fn::vjp([](const tensor&) { return tensor(1.0); }, x);
+  auto [c, zero] = fn::vjp([](const tensor&) { return tensor(1.0, mg::f64); }, x);
   expect_values(zero, std::vector<double>(6, 0.0), 0, "constant f: zeros");
 }
 
@@ -686,7 +686,7 @@ TEST(FunctionalErrors, ShapesCountsAndOutputs) {
 
 TEST(GradOnTensorsNested, HessianOfOneElementArguments) {
   const auto f = [](auto x) { return sin(x) * exp(x); };
-  const tensor x(0.4);
+  const tensor x(0.4, mg::f64);
   const tensor h = mg::hessian<0>(f)(x);
   EXPECT_NEAR(h.item<double>(), 2 * std::exp(0.4) * std::cos(0.4), 1e-14);
   EXPECT_FALSE(h.requires_grad());
@@ -697,7 +697,7 @@ TEST(GradOnTensorsNested, HessianOfOneElementArguments) {
   const tensor d3 = mg::grad(mg::grad(mg::grad(f)))(x);
   EXPECT_NEAR(d3.item<double>(), 2 * std::exp(0.4) * (std::cos(0.4) - std::sin(0.4)), 1e-13);
   // a [1] tensor and a function of a sum: the shape of the argument
-  const tensor h1 = mg::hessian<0>([](auto t) { return mg::sum(t * t * t); })(tensor{2.0});
+  const tensor h1 = mg::hessian<0>([](auto t) { return mg::sum(t * t * t); })(tensor({2.0}, mg::f64));
   EXPECT_EQ(h1.shape(), (mg::shape_t{1}));
   EXPECT_NEAR(h1.item<double>(), 12.0, 1e-14);
 }
@@ -705,7 +705,7 @@ TEST(GradOnTensorsNested, HessianOfOneElementArguments) {
 TEST(GradOnTensorsNested, MixedPartialsAndCapturedOuterVariables) {
   // f = x^2 y^3: d/dy d/dx f = 6 x y^2, d2/dy2 = 6 x^2 y
   const auto f = [](auto x, auto y) { return x * x * y * y * y; };
-  const tensor x(1.5), y(-0.5);
+  const tensor x(1.5, mg::f64), y(-0.5, mg::f64);
   EXPECT_NEAR(mg::grad<1>(mg::grad<0>(f))(x, y).item<double>(), 6 * 1.5 * 0.25, 1e-14);
   EXPECT_NEAR(mg::hessian<1>(f)(x, y).item<double>(), 6 * 2.25 * -0.5, 1e-14);
   // both at once: the gradient of d/dx f with respect to (x, y) = (2 y^3, 6 x y^2)
@@ -713,7 +713,7 @@ TEST(GradOnTensorsNested, MixedPartialsAndCapturedOuterVariables) {
   EXPECT_NEAR(dxx.item<double>(), 2 * -0.125, 1e-14);
   EXPECT_NEAR(dxy.item<double>(), 6 * 1.5 * 0.25, 1e-14);
   // an inner transform closing over the outer variable: d/dx sum(d/dy sum(x y^2)) = 2 y0
-  const tensor y0{0.5, -1.0, 2.0}, x0{1.0, 2.0, 3.0};
+  const tensor y0({0.5, -1.0, 2.0}, mg::f64), x0({1.0, 2.0, 3.0}, mg::f64);
   const auto outer = [&](auto xt) {
     return mg::sum(mg::grad([&](auto yt) { return mg::sum(xt * yt * yt); })(y0));
   };
@@ -724,20 +724,20 @@ TEST(GradOnTensorsNested, MixedPartialsAndCapturedOuterVariables) {
 
 TEST(GradOnTensorsNested, TopLevelResultsArePlainAndArgumentsWithHistoryStayConnected) {
   const auto cube = [](auto t) { return mg::sum(t * t * t); };
-  const tensor x{1.0, -2.0};
+  const tensor x({1.0, -2.0}, mg::f64);
   auto [v, g] = mg::value_and_grad(cube)(x);
   EXPECT_FALSE(v.requires_grad());
   EXPECT_FALSE(g.requires_grad());
   expect_values(g, {3.0, 12.0}, 1e-14, "3 x^2");
   // an argument that requires grad: the gradient is differentiable with respect to it
-  tensor w = tensor{1.0, -2.0}.requires_grad_();
+  tensor w = tensor({1.0, -2.0}, mg::f64).requires_grad_();
   const tensor gw = mg::grad(cube)(w);
   EXPECT_TRUE(gw.requires_grad());
   expect_values(mg::autograd::grad({mg::sum(gw)}, {w})[0], {6.0, -12.0}, 1e-14, "6 w");
   EXPECT_FALSE(w.grad().defined());
   // a function that does not depend on its argument: zero gradient, no error
   expect_values(mg::grad([](auto) {
-                  return mg::sum(tensor{1.0, 2.0});
+                  return mg::sum(tensor({1.0, 2.0}, mg::f64));
                 })(x),
                 {0.0, 0.0}, 0, "constant");
 }
@@ -746,16 +746,16 @@ TEST(GradOnTensorsNested, HessianOfATensorArgumentPointsToTheFunctionalApi) {
   const auto f = [](auto t) { return mg::sum(t * t * t); };
   expect_error(
       [&] {
-        (void)mg::hessian<0>(f)(tensor{1.0, 2.0, 3.0});
+        (void)mg::hessian<0>(f)(tensor({1.0, 2.0, 3.0}, mg::f64));
       },
       {"hessian<0>", "[3]", "mg::autograd::functional::hessian"});
   expect_error(
       [&] {
-        (void)mg::grad(mg::grad(f))(tensor{1.0, 2.0, 3.0});
+        (void)mg::grad(mg::grad(f))(tensor({1.0, 2.0, 3.0}, mg::f64));
       },
       {"grad", "[3]", "mg::autograd::functional::jacobian"});
   // the functional API gives the whole matrix
-  expect_values(fn::hessian([&](const tensor& t) { return f(t); }, tensor{1.0, 2.0, 3.0}),
+  expect_values(fn::hessian([&](const tensor& t) { return f(t); }, tensor({1.0, 2.0, 3.0}, mg::f64)),
                 {6.0, 0, 0, 0, 12.0, 0, 0, 0, 18.0}, 1e-14, "diag(6 x)");
 }
 
@@ -785,7 +785,7 @@ TEST(FunctionalEdgeCases, NonContiguousInputsWithHistoryAndFloat32) {
 }
 
 TEST(FunctionalEdgeCases, UnderNoGradAndWithBracedLists) {
-  tensor x = tensor{1.0, 2.0}.requires_grad_();
+  tensor x = tensor({1.0, 2.0}, mg::f64).requires_grad_();
   {
     mg::no_grad_guard ng;
     const tensor j = fn::jacobian([](const tensor& t) { return t * t; }, x);
@@ -796,8 +796,8 @@ TEST(FunctionalEdgeCases, UnderNoGradAndWithBracedLists) {
     EXPECT_FALSE(mg::is_grad_enabled());
   }
   // lists written in place: the inputs and v as braced lists
-  const tensor a{1.0, 2.0}, b{3.0, 4.0};
-  auto [y, g] = fn::vjp([](const tensor_list& t) { return t[0] * t[1]; }, {a, b}, tensor{1.0, 1.0});
+  const tensor a({1.0, 2.0}, mg::f64), b({3.0, 4.0}, mg::f64);
+  auto [y, g] = fn::vjp([](const tensor_list& t) { return t[0] * t[1]; }, {a, b}, tensor({1.0, 1.0}, mg::f64));
   expect_values(g[0], values(b), 1e-14, "b");
   expect_values(g[1], values(a), 1e-14, "a");
   auto [y2, t] = fn::jvp([](const tensor_list& l) { return l[0] * l[1]; }, {a, b}, {b, a});

@@ -61,7 +61,7 @@ struct wrong_mul {
   }
   static tensor_list backward(mg::context& ctx, const tensor_list& g) {
     auto [a, b] = ctx.saved_tensors<2>();
-    const tensor mask{{0., 0., 0.}, {0., 0., 1.}};
+    const tensor mask({{0., 0., 0.}, {0., 0., 1.}}, mg::f64);
     return {g[0] * b, g[0] * a + g[0] * mask};
   }
 };
@@ -206,7 +206,7 @@ TEST(Gradcheck, MatmulAndReductions) {
 TEST(Gradcheck, SeveralOutputsAndZeroDim) {
   mg::manual_seed(3);
   tensor x = random_leaf({2, 3}), y = random_leaf({3});
-  tensor s = mg::tensor(0.7).requires_grad_();
+  tensor s = mg::tensor(0.7, mg::f64).requires_grad_();
   EXPECT_TRUE(gradcheck(
       [](const tensor_list& in) -> tensor_list {
         return {mg::sin(in[0]) * in[1], (in[0] * in[1]).sum()};
@@ -248,8 +248,8 @@ TEST(Gradcheck, CorrectFunction) {
 }
 
 TEST(Gradcheck, WrongBackwardFails) {
-  tensor a = tensor{{0.5, -1.0, 2.0}, {1.5, 0.25, 2.5}}.requires_grad_();
-  tensor b = tensor{{1.0, 2.0, 3.0}, {-1.0, -2.0, -3.0}}.requires_grad_();
+  tensor a = tensor({{0.5, -1.0, 2.0}, {1.5, 0.25, 2.5}}, mg::f64).requires_grad_();
+  tensor b = tensor({{1.0, 2.0, 3.0}, {-1.0, -2.0, -3.0}}, mg::f64).requires_grad_();
   auto fn = [](const tensor_list& in) { return mg::apply<wrong_mul>(in[0], in[1]); };
   const std::string msg = error_of([&] { gradcheck(fn, {a, b}); });
   // the one wrong entry: d out[1, 2] / d b[1, 2] is a[1, 2] = 2.5, the backward says 3.5
@@ -297,7 +297,7 @@ TEST(Gradcheck, InputErrors) {
 }
 
 TEST(Gradcheck, NonReentrantBackwardFails) {
-  tensor x = tensor{0.5, -1.5}.requires_grad_();
+  tensor x = tensor({0.5, -1.5}, mg::f64).requires_grad_();
   auto fn = [](const tensor_list& in) { return mg::apply<drifting_square>(in[0]); };
   expect_error([&] { gradcheck(fn, {x}); }, {"gradcheck", "backward is not reentrant", "input 0"});
   EXPECT_FALSE(gradcheck(fn, {x}, {.raise_exception = false}));
@@ -327,7 +327,7 @@ TEST(Gradcheck, ZeroStrideInputsAreRefused) {
 }
 
 TEST(Gradcheck, PerturbsTheInputsInPlace) {
-  tensor x = tensor{0.5, -1.5, 2.0}.requires_grad_();
+  tensor x = tensor({0.5, -1.5, 2.0}, mg::f64).requires_grad_();
   const std::vector<double> x0 = elements(x);
   const auto version = x.version();
   // fn reads x through its capture as well as through its argument: d(x * x)/dx = 2 x
@@ -360,7 +360,7 @@ TEST(Gradcheck, PerturbsTheInputsInPlace) {
   EXPECT_EQ(calls, 3);
   EXPECT_EQ(elements(x), x0);
   // a non-contiguous leaf (a transposed view) is perturbed element by element through its strides
-  const tensor xt = tensor{{1.0, 2.0}, {3.0, 4.0}}.t().requires_grad_();
+  const tensor xt = tensor({{1.0, 2.0}, {3.0, 4.0}}, mg::f64).t().requires_grad_();
   ASSERT_FALSE(xt.is_contiguous());
   EXPECT_TRUE(gradcheck([](const tensor_list& in) { return mg::matmul(in[0], in[0]); }, {xt}));
   EXPECT_EQ(elements(xt), (std::vector<double>{1.0, 3.0, 2.0, 4.0}));
@@ -390,7 +390,7 @@ TEST(Gradcheck, Float32InputsWarnAndAreChecked) {
 }
 
 TEST(Gradcheck, NondeterminismTolerance) {
-  tensor x = tensor{0.5, -1.5, 2.0}.requires_grad_();
+  tensor x = tensor({0.5, -1.5, 2.0}, mg::f64).requires_grad_();
   auto fn = [](const tensor_list& in) { return mg::apply<drifting_square>(in[0]); };
   // the two passes differ by 2 |x| 1e-9 (up to 4e-9)
   expect_error([&] { gradcheck(fn, {x}); },
@@ -400,7 +400,7 @@ TEST(Gradcheck, NondeterminismTolerance) {
 }
 
 TEST(Gradcheck, UndefinedOutputGradients) {
-  tensor x = tensor{0.5, -1.5}.requires_grad_();
+  tensor x = tensor({0.5, -1.5}, mg::f64).requires_grad_();
   auto unchecked = [](const tensor_list& in) {
     return mg::apply<unmaterialized_square<false>>(in[0]);
   };
@@ -440,7 +440,7 @@ TEST(Gradcheck, ForwardModeJacobian) {
   EXPECT_TRUE(gradcheck([](const tensor_list& in) { return in[0] * in[0]; }, {x, x},
                         {.check_forward_ad = true}));
   // a wrong jvp: the backward check passes, the forward-mode one fails at d(x^2)/dx = 1
-  tensor h = tensor{0.5, 2.0}.requires_grad_();
+  tensor h = tensor({0.5, 2.0}, mg::f64).requires_grad_();
   auto wrong = [](const tensor_list& in) { return mg::apply<wrong_jvp_square>(in[0]); };
   EXPECT_TRUE(gradcheck(wrong, {h}));
   const std::string msg = error_of([&] { gradcheck(wrong, {h}, {.check_forward_ad = true}); });
@@ -460,7 +460,7 @@ TEST(Gradcheck, ForwardModeJacobian) {
 }
 
 TEST(Gradcheck, Tolerances) {
-  tensor x = tensor{0.5, 1.5, -2.0}.requires_grad_();
+  tensor x = tensor({0.5, 1.5, -2.0}, mg::f64).requires_grad_();
   auto fn = [](const tensor_list& in) { return mg::apply<slightly_off_square>(in[0]); };
   // |error| = 2e-4 |x| <= 4e-4: within the default rtol 1e-3, not within rtol 1e-6
   EXPECT_TRUE(gradcheck(fn, {x}));
@@ -494,7 +494,7 @@ TEST(Gradgradcheck, CorrectFunctionsPass) {
 }
 
 TEST(Gradgradcheck, FirstOrderOnlyBackwardFails) {
-  tensor x = tensor{0.3, 1.2, -0.8}.requires_grad_();
+  tensor x = tensor({0.3, 1.2, -0.8}, mg::f64).requires_grad_();
   auto fn = [](const tensor_list& in) { return mg::apply<sin_first_order_only>(in[0]); };
   // first derivatives are right
   EXPECT_TRUE(gradcheck(fn, {x}));
@@ -510,7 +510,7 @@ TEST(Gradgradcheck, FirstOrderOnlyBackwardFails) {
 }
 
 TEST(Gradgradcheck, LeavesTheUserGeneratorAlone) {
-  tensor x = tensor{0.3, 1.2}.requires_grad_();
+  tensor x = tensor({0.3, 1.2}, mg::f64).requires_grad_();
   mg::manual_seed(11);
   const tensor expected = mg::randn({4}, {.dtype = mg::f64});
   mg::manual_seed(11);

@@ -27,10 +27,10 @@ tensor leaf(std::initializer_list<double> v) { return tensor(v).requires_grad_()
 TEST(Hooks, SeedTensorHookDoublesTheGradient) {
   tensor v = leaf({0., 0., 0.});
   mg::hook_handle h = v.register_hook([](const tensor& g) { return g * 2.0; });
-  v.backward(tensor{1., 1., 1.});
+  v.backward(tensor({1., 1., 1.}, mg::f64));
   EXPECT_EQ(values(v.grad()), (std::vector<double>{2, 2, 2}));
   h.remove();
-  v.backward(tensor{1., 1., 1.});
+  v.backward(tensor({1., 1., 1.}, mg::f64));
   EXPECT_EQ(values(v.grad()), (std::vector<double>{3, 3, 3}));  // accumulated, not doubled
 }
 
@@ -138,7 +138,7 @@ TEST(Hooks, PostHookOfAGradAccumulatorAndOfAFunctionWithTwoInputs) {
 TEST(Hooks, WrongResultsAreErrors) {
   tensor x = leaf({1., 2.});
   tensor y = x * 2.0;
-  auto h = y.register_hook([](const tensor&) { return tensor{1., 2., 3.}; });
+  auto h = y.register_hook([](const tensor&) { return tensor({1., 2., 3.}, mg::f64); });
   expect_error([&] { y.sum().backward({.retain_graph = true}); },
                {"tensor hook", "mul", "shape [3]", "shape [2]"});
   h.remove();
@@ -152,7 +152,7 @@ TEST(Hooks, WrongResultsAreErrors) {
   h3.remove();
   y.grad_fn()->register_prehook([](const tensor_list& g) { return tensor_list{g[0], g[0]}; });
   expect_error([&] { y.sum().backward(); }, {"pre-hook of mul", "2 gradients for 1 outputs"});
-  expect_error([] { tensor(1.0).register_hook([](const tensor& g) { return g; }); },
+  expect_error([] { tensor(1.0, mg::f64).register_hook([](const tensor& g) { return g; }); },
                {"register_hook", "does not require grad"});
 }
 
@@ -170,7 +170,7 @@ TEST(Hooks, HandlesOutliveTensorsAndDroppingOneKeepsTheHook) {
   {
     (void)y.register_hook([](const tensor& g) { return g * 3.0; });
   }  // handle dropped
-  y.backward(tensor{1.});
+  y.backward(tensor({1.}, mg::f64));
   EXPECT_DOUBLE_EQ(x.grad().item<double>(), 6.0);
 }
 
@@ -286,7 +286,7 @@ TEST(Hooks, HookCapturingItsOwnTensorDoesNotLeak) {
       z = y * 3.0;
     }
     EXPECT_FALSE(w.expired());  // z's graph still needs y's node (and its hook)
-    z.backward(tensor{1.});
+    z.backward(tensor({1.}, mg::f64));
   }
   EXPECT_TRUE(w.expired());
 }
@@ -339,7 +339,7 @@ TEST(Hooks, BackwardWithANonLeafInputRunsItsNodesPrehooks) {
     for (const auto& g : gs) r.push_back(g * 2.0);
     return r;
   };
-  tensor a = mg::tensor(1.0).requires_grad_();
+  tensor a = mg::tensor(1.0, mg::f64).requires_grad_();
   tensor b = a.clone();
   b.grad_fn()->register_prehook(hook2);
   b.register_hook(hook1);
@@ -366,7 +366,7 @@ TEST(Hooks, BackwardWithANonLeafInputRunsItsNodesPrehooks) {
 // test_post_accumulate_grad_hook_*: called after .grad was accumulated, with the leaf; only on
 // leaves that require grad; removable; an optimiser step inside it.
 TEST(Hooks, PostAccumulateGradHook) {
-  tensor w = tensor{1., 2.}.requires_grad_();
+  tensor w = tensor({1., 2.}, mg::f64).requires_grad_();
   std::vector<std::vector<double>> seen;
   auto h = w.register_post_accumulate_grad_hook(
       [&](const tensor& p) { seen.push_back(values(p.grad())); });
@@ -384,7 +384,7 @@ TEST(Hooks, PostAccumulateGradHook) {
   EXPECT_EQ(seen.size(), 2u);
 
   // an SGD step during backward
-  tensor v = tensor{1., -1.}.requires_grad_();
+  tensor v = tensor({1., -1.}, mg::f64).requires_grad_();
   v.register_post_accumulate_grad_hook([](const tensor& p) {
     mg::no_grad_guard ng;
     p.detach().sub_(p.grad() * 0.5);
@@ -396,16 +396,16 @@ TEST(Hooks, PostAccumulateGradHook) {
   tensor nl = w * 2.0;
   expect_error([&] { nl.register_post_accumulate_grad_hook([](const tensor&) {}); },
                {"register_post_accumulate_grad_hook", "not a leaf", "register_hook"});
-  expect_error([] { tensor{1.}.register_post_accumulate_grad_hook([](const tensor&) {}); },
+  expect_error([] { tensor({1.}, mg::f64).register_post_accumulate_grad_hook([](const tensor&) {}); },
                {"register_post_accumulate_grad_hook", "does not require grad"});
 }
 
 // test_multi_grad_any_hooks: mode any calls the hook once per backward, with the first gradient
 // computed (b's: b is used last in the forward, so its node runs first).
 TEST(Hooks, MultiGradHookModeAny) {
-  tensor a = tensor{1., 2.}.requires_grad_();
-  tensor b = tensor{3., 4.}.requires_grad_();
-  tensor c = mg::tensor(5.0);  // requires no grad: skipped, as torch skips it
+  tensor a = tensor({1., 2.}, mg::f64).requires_grad_();
+  tensor b = tensor({3., 4.}, mg::f64).requires_grad_();
+  tensor c = mg::tensor(5.0, mg::f64);  // requires no grad: skipped, as torch skips it
   int calls = 0;
   std::vector<double> first;
   auto h = mg::autograd::register_multi_grad_hook(

@@ -114,7 +114,7 @@ TEST(InPlace, CopyFillZero) {
 }
 
 TEST(InPlace, IntegerTensors) {
-  tensor i = tensor{1.0, 2.0}.to(mg::i64);
+  tensor i = tensor({1.0, 2.0}, mg::f64).to(mg::i64);
   i.add_(2.0).mul_(3.0);
   EXPECT_EQ(i.dtype(), mg::i64);
   EXPECT_EQ(i.to_xtensor<double>()(1), 12.0);
@@ -159,7 +159,7 @@ TEST(InPlace, CopyOfALeafAndMixedDtypes) {
 
   const tensor f = tensor{1.0f, 2.0f}.requires_grad_();
   tensor h = f * 1.0f;
-  h.mul_(tensor{3.0, 4.0});  // an f64 operand: the result is converted back to f32, recorded
+  h.mul_(tensor({3.0, 4.0}, mg::f64));  // an f64 operand: the result is converted back to f32, recorded
   EXPECT_EQ(h.dtype(), mg::f32);
   h.sum().backward();
   EXPECT_EQ(f.grad().dtype(), mg::f32);
@@ -167,7 +167,7 @@ TEST(InPlace, CopyOfALeafAndMixedDtypes) {
 }
 
 TEST(InPlace, OverlapExpandedViewsAndStaleViews) {
-  tensor m{{1.0, 2.0}, {3.0, 4.0}};
+  tensor m({{1.0, 2.0}, {3.0, 4.0}}, mg::f64);
   m.copy_(m.t());  // the source is copied first
   EXPECT_EQ(m.to_xtensor<double>(), (xt::xarray<double>{{1.0, 3.0}, {2.0, 4.0}}));
   tensor e = mg::zeros({3}).expand({2, 3});
@@ -208,7 +208,7 @@ TEST(InPlace, FillAndCopyOfATensorThatRequiresGradAreRecorded) {
 
   // a constant written through a view, then filled: the view's history is the fill's
   const tensor y = tensor(x0).requires_grad_();
-  tensor c(1.0328);
+  tensor c(1.0328, mg::f64);
   tensor w = c.reshape({1});
   w.add_(y);
   EXPECT_TRUE(c.requires_grad());
@@ -222,7 +222,7 @@ TEST(InPlace, FillAndCopyOfATensorThatRequiresGradAreRecorded) {
   const tensor z = tensor(x0).requires_grad_();
   tensor h = z * z;
   const tensor hv = h.unsqueeze(0);
-  h.copy_(tensor(2.0));
+  h.copy_(tensor(2.0, mg::f64));
   EXPECT_STREQ(h.grad_fn()->name(), "copy");
   const auto g = mg::autograd::grad({mg::sum(hv * z * z)}, {z}, {}, {.create_graph = true});
   EXPECT_DOUBLE_EQ(g[0].item<double>(), 4 * x0);
@@ -236,7 +236,7 @@ TEST(InPlace, FillAndCopyOfATensorThatRequiresGradAreRecorded) {
 TEST(InPlace, ExpandViewsReadTheBasesNewHistory) {
   const double x0 = 0.27853384955004801;
   const tensor x = tensor(x0).requires_grad_();
-  tensor c{1.0328};
+  tensor c({1.0328}, mg::f64);
   const tensor v2 = x + c;
   const tensor v3 = mg::expand(c, {2});  // no grad yet: nothing saved
   c.add_(v2);                            // c = 2 c0 + x
@@ -244,7 +244,7 @@ TEST(InPlace, ExpandViewsReadTheBasesNewHistory) {
   EXPECT_EQ(mg_test::values(v3), (std::vector<double>{c1, c1}));
   EXPECT_TRUE(v3.requires_grad());
   EXPECT_STREQ(v3.grad_fn()->name(), "expand");
-  (mg::sum(c * tensor{0.5}) + mg::sum(v3 * tensor{0.3, -0.2})).backward();
+  (mg::sum(c * tensor({0.5}, mg::f64)) + mg::sum(v3 * tensor({0.3, -0.2}, mg::f64))).backward();
   EXPECT_DOUBLE_EQ(x.grad().item<double>(), 0.5 + 0.3 - 0.2);
 
   // expanded then transposed, of a base that requires grad; second order: k = x^3 after the
@@ -253,7 +253,7 @@ TEST(InPlace, ExpandViewsReadTheBasesNewHistory) {
   tensor k = xs * xs;
   const tensor kt = k.expand({3, 2}).t();  // [2, 3], strides [1, 0]
   k.mul_(xs);
-  const tensor wt{{0.3, 0.1, -0.5}, {-0.2, 0.7, 0.4}};
+  const tensor wt({{0.3, 0.1, -0.5}, {-0.2, 0.7, 0.4}}, mg::f64);
   const double s[2] = {0.3 + 0.1 - 0.5, -0.2 + 0.7 + 0.4};
   const auto g = mg::autograd::grad({mg::sum(kt * wt)}, {xs}, {}, {.create_graph = true});
   for (std::size_t j = 0; j < 2; ++j)
@@ -278,7 +278,7 @@ TEST(InPlace, CopyFromAViewOfItself) {
   const tensor twice = u0 + u0;  // made before the write: 2 y0
   u.copy_(u0);                   // u = [y0, y0, y0]
   EXPECT_EQ(mg_test::values(u), (std::vector<double>{at(y, 0), at(y, 0), at(y, 0)}));
-  (mg::sum(u * tensor{0.25, -0.23, -0.4}) + mg::sum(twice * -0.88)).backward();
+  (mg::sum(u * tensor({0.25, -0.23, -0.4}, mg::f64)) + mg::sum(twice * -0.88)).backward();
   EXPECT_DOUBLE_EQ(at(y.grad(), 0), 0.25 - 0.23 - 0.4 - 2 * 0.88);
   EXPECT_EQ(at(y.grad(), 1), 0.0);
 }

@@ -98,8 +98,8 @@ TEST(RuntimeArrays, MixedDtypesPromoteAndGradientsKeepTheirDtype) {
 }
 
 TEST(RuntimeArrays, ValuesAreExact) {
-  const tensor a{{1., 2.}, {3., 4.}};
-  const tensor b{10., 20.};
+  const tensor a({{1., 2.}, {3., 4.}}, mg::f64);
+  const tensor b({10., 20.}, mg::f64);
   auto r = (a * b + 1).to_xtensor<double>();
   EXPECT_EQ(r, (xt::xarray<double>{{11., 41.}, {31., 81.}}));
   EXPECT_EQ(mg::matmul(a, a.t()).to_xtensor<double>(), (xt::xarray<double>{{5., 11.}, {11., 25.}}));
@@ -109,10 +109,10 @@ TEST(RuntimeArrays, ValuesAreExact) {
   EXPECT_EQ(a.sum(-1).to_xtensor<double>(), (xt::xarray<double>{3., 7.}));
   EXPECT_DOUBLE_EQ(a.sum().item<double>(), 10.0);
   EXPECT_EQ(a.sum().dim(), 0);
-  EXPECT_DOUBLE_EQ(exp(tensor(1.0)).item<double>(), std::exp(1.0));
-  EXPECT_DOUBLE_EQ(pow(tensor(3.0), 2).item<double>(), 9.0);
-  EXPECT_DOUBLE_EQ((1 - tensor(3.0)).item<double>(), -2.0);
-  EXPECT_DOUBLE_EQ((1 / tensor(4.0)).item<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(exp(tensor(1.0, mg::f64)).item<double>(), std::exp(1.0));
+  EXPECT_DOUBLE_EQ(pow(tensor(3.0, mg::f64), 2).item<double>(), 9.0);
+  EXPECT_DOUBLE_EQ((1 - tensor(3.0, mg::f64)).item<double>(), -2.0);
+  EXPECT_DOUBLE_EQ((1 / tensor(4.0, mg::f64)).item<double>(), 0.25);
 }
 
 // Note [Zero-d kernels]: 0-d operands on the CPU take a shorter path than one-element tensors of

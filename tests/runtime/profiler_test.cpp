@@ -861,7 +861,7 @@ TEST(GraphDot, SharedNodesOnceAndSeveralOutputs) {
   tensor s = mg::sin(x);
   tensor a = s * s;  // one node, two edges to sin
   tensor b = s + 1.0;
-  const std::string dot = mg::autograd::to_dot({a, b, x, tensor{1., 2.}});
+  const std::string dot = mg::autograd::to_dot({a, b, x, tensor({1., 2.}, mg::f64)});
   EXPECT_EQ(occurrences(dot, "\"sin\\n"), 1u) << dot;
   EXPECT_EQ(occurrences(dot, "[label="), 5u) << dot;  // mul, add, sin, x's accumulator, plain
   EXPECT_EQ(occurrences(dot, " -> "), 4u) << dot;     // sin->mul twice, sin->add, x->sin

@@ -25,8 +25,8 @@ using mg_test::values;
 TEST(Saved, AProductSavesOnlyWhatTheWantedGradientReads) {
   // y = x * c with only x requiring grad saves c, not x: x may then change in place, and is
   // not kept alive by the graph
-  tensor leaf = tensor{1., 2.}.requires_grad_();
-  tensor c{3., 4.};
+  tensor leaf = tensor({1., 2.}, mg::f64).requires_grad_();
+  tensor c({3., 4.}, mg::f64);
   std::weak_ptr<mg::detail::tensor_impl> xw;
   tensor y;
   {
@@ -43,10 +43,10 @@ TEST(Saved, AProductSavesOnlyWhatTheWantedGradientReads) {
   c.add_(1.0);
   expect_error([&] { y2.sum().backward(); }, {"mul", "version 1", "expected version 0"});
   // both inputs requiring grad: both saved
-  tensor a = tensor{2.}.requires_grad_();
-  tensor b = tensor{5.}.requires_grad_();
+  tensor a = tensor({2.}, mg::f64).requires_grad_();
+  tensor b = tensor({5.}, mg::f64).requires_grad_();
   tensor ab = a * b;
-  ab.backward(tensor{1.});
+  ab.backward(tensor({1.}, mg::f64));
   EXPECT_DOUBLE_EQ(a.grad().item<double>(), 5.0);
   EXPECT_DOUBLE_EQ(b.grad().item<double>(), 2.0);
   // a number operand is saved by value; the gradient of x / c reads c only
@@ -96,8 +96,8 @@ TEST(Saved, MatrixProductsSaveOnlyWhatTheWantedGradientReads) {
 }
 
 TEST(Saved, IncrementVersionInvalidatesSavedTensors) {
-  tensor x = tensor{1., 2.}.requires_grad_();
-  tensor w{3., 4.};
+  tensor x = tensor({1., 2.}, mg::f64).requires_grad_();
+  tensor w({3., 4.}, mg::f64);
   tensor y = (x * w).sum();
   EXPECT_EQ(w.version(), 0u);
   mg::autograd::increment_version(w);
@@ -106,7 +106,7 @@ TEST(Saved, IncrementVersionInvalidatesSavedTensors) {
 }
 
 TEST(Saved, SecondBackwardNeedsRetainGraph) {
-  tensor x = tensor{1., 2.}.requires_grad_();
+  tensor x = tensor({1., 2.}, mg::f64).requires_grad_();
   tensor y = (mg::exp(x)).sum();
   y.backward();
   expect_error([&] { y.backward(); }, {"backward through the graph a second time", "exp"});
@@ -140,7 +140,7 @@ TEST(SavedHooks, SeedPackAndUnpackEachSavedTensor) {
 }
 
 TEST(SavedHooks, PackedValuesOfAnyTypeAndTheInnermostGuardWins) {
-  tensor x = tensor{1., 2., 3.}.requires_grad_();
+  tensor x = tensor({1., 2., 3.}, mg::f64).requires_grad_();
   int outer = 0, inner = 0;
   tensor y;
   {
@@ -178,10 +178,10 @@ TEST(SavedHooks, OutputsAreSavedWithoutACycle) {
   {
     mg::autograd::saved_tensors_hooks_guard g([](const tensor& t) { return t; },
                                               [](const tensor& t) { return t; });
-    tensor x = tensor{1.}.requires_grad_();
+    tensor x = tensor({1.}, mg::f64).requires_grad_();
     tensor y = mg::exp(x);  // saves its own output through the hook
     n = y.grad_fn();
-    y.backward(tensor{1.});
+    y.backward(tensor({1.}, mg::f64));
     EXPECT_NEAR(x.grad().item<double>(), std::exp(1.0), 1e-12);
   }
   EXPECT_TRUE(n.expired());
@@ -245,7 +245,7 @@ TEST(Modes, GradModeIsThreadLocal) {
   bool other = false;
   std::thread([&] { other = mg::is_grad_enabled(); }).join();
   EXPECT_TRUE(other);
-  tensor x = tensor{1.}.requires_grad_();
+  tensor x = tensor({1.}, mg::f64).requires_grad_();
   EXPECT_FALSE((x * 2.0).requires_grad());
   {
     mg::enable_grad_guard on;
@@ -260,7 +260,7 @@ TEST(Modes, GradModeIsThreadLocal) {
 }
 
 TEST(Modes, InferenceMode) {
-  tensor x = tensor{1., 2.}.requires_grad_();
+  tensor x = tensor({1., 2.}, mg::f64).requires_grad_();
   tensor i;
   {
     mg::inference_mode_guard g;
@@ -284,7 +284,7 @@ TEST(Modes, InferenceMode) {
 }
 
 TEST(TensorAutograd, DetachVersionLeafAndRequiresGrad) {
-  tensor x = tensor{1., 2.}.requires_grad_();
+  tensor x = tensor({1., 2.}, mg::f64).requires_grad_();
   EXPECT_TRUE(x.is_leaf());
   tensor y = x * 2.0;
   EXPECT_FALSE(y.is_leaf());
@@ -333,7 +333,7 @@ TEST(SavedHooks, DisablingWhileHooksAreActiveIsAnError) {
   // the failed guard left nothing behind: hooks can be entered again
   mg::autograd::saved_tensors_hooks_guard again([](const tensor& t) { return t; },
                                                 [](const tensor& t) { return t; });
-  tensor x = tensor{1., 2.}.requires_grad_();
+  tensor x = tensor({1., 2.}, mg::f64).requires_grad_();
   (x * x).sum().backward();
   EXPECT_EQ(values(x.grad()), (std::vector<double>{2, 4}));
 }
@@ -341,13 +341,13 @@ TEST(SavedHooks, DisablingWhileHooksAreActiveIsAnError) {
 // test_saved_variable_saved_original_inplace_detach: an input saved with its history and then
 // detached in place cannot be used; an output saved by its node can.
 TEST(Saved, InputDetachedInPlaceAfterSavingIsAnError) {
-  tensor a = mg::tensor(1.0).requires_grad_().clone();
+  tensor a = mg::tensor(1.0, mg::f64).requires_grad_().clone();
   tensor b = mg::sin(a);
   a.detach_();
   expect_error([&] { b.backward(); },
                {"sin", "Trying to use a saved tensor that has been detached", "detach()"});
 
-  tensor x = mg::tensor(1.0).requires_grad_();
+  tensor x = mg::tensor(1.0, mg::f64).requires_grad_();
   tensor c = x.clone();
   tensor d = mg::exp(c);
   c.detach_();
@@ -357,7 +357,7 @@ TEST(Saved, InputDetachedInPlaceAfterSavingIsAnError) {
 
 // test_index_select backward twice (saved index): freed with the graph like a saved tensor.
 TEST(Saved, IndexSelectTwiceNeedsRetainGraph) {
-  tensor x = tensor{1., 2., 3.}.requires_grad_();
+  tensor x = tensor({1., 2., 3.}, mg::f64).requires_grad_();
   tensor y = x.index_select(0, mg::tensor(xt::xarray<double>{2, 0}).to(mg::i64)).sum();
   y.backward();
   EXPECT_EQ(values(x.grad()), (std::vector<double>{1, 0, 1}));

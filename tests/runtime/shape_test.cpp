@@ -63,7 +63,7 @@ TEST(ShapeSemantics, IndexSelectAccumulatesRepeatedIndices) {
   EXPECT_EQ(g(1, 0), 0.0);
   EXPECT_EQ(g(2, 1), 2.0);
   EXPECT_THROW(mg::index_select(x, 0, std::vector<std::int64_t>{3}), mg::error);
-  EXPECT_THROW(mg::index_select(x, 0, tensor{0.0}), mg::error);  // not i64
+  EXPECT_THROW(mg::index_select(x, 0, tensor({0.0}, mg::f64)), mg::error);  // not i64
 }
 
 TEST(ShapeSemantics, CatAndStackLists) {
@@ -178,7 +178,7 @@ TEST(SplitSemantics, SplitBySizeAndBySizes) {
 
 TEST(SplitErrors, NameTheOpTheShapeAndTheFix) {
   const tensor x = iota({2, 5});
-  mg_test::expect_error([&] { (void)mg::unbind(tensor(1.0)); }, {"unbind", "0-d", "reshape"});
+  mg_test::expect_error([&] { (void)mg::unbind(tensor(1.0, mg::f64)); }, {"unbind", "0-d", "reshape"});
   mg_test::expect_error([&] { (void)x.unbind(2); }, {"unbind", "dim 2", "[2,5]", "-2 to 1"});
   mg_test::expect_error([&] { (void)x.chunk(0); }, {"chunk", "got 0", "[2,5]", "1 or more"});
   mg_test::expect_error([&] { (void)x.chunk(-2, 1); }, {"chunk", "got -2"});
@@ -192,7 +192,7 @@ TEST(SplitErrors, NameTheOpTheShapeAndTheFix) {
       },
       {"split", "[1,2]", "sum to 3", "[2,5]", "size 5", "sum to 5"});
   mg_test::expect_error([&] { (void)mg::split(x, {6, -1}, 1); }, {"split", "[6,-1]", "negative"});
-  mg_test::expect_error([&] { (void)mg::split(tensor(1.0), 1); }, {"split", "0-d"});
+  mg_test::expect_error([&] { (void)mg::split(tensor(1.0, mg::f64), 1); }, {"split", "0-d"});
 }
 
 TEST(SplitGradients, ASubsetOfTheOutputsReachesItsPositions) {

@@ -1,11 +1,13 @@
 // mg::tensor as an array: construction, factories, read-back, xtensor round trip, views.
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include <xtensor/xadapt.hpp>
 #include <xtensor/xtensor.hpp>
 
 #include <metagrad/tensor.hpp>
@@ -17,7 +19,7 @@ using mg::tensor;
 using mg_test::expect_error;
 
 TEST(RuntimeTensor, NestedListsAndScalars) {
-  const tensor m{{1., 2.}, {3., 4.}};
+  const tensor m({{1., 2.}, {3., 4.}}, mg::f64);
   EXPECT_EQ(m.shape(), (mg::shape_t{2, 2}));
   EXPECT_EQ(m.dtype(), mg::f64);
   EXPECT_EQ(m.device(), mg::device::cpu);
@@ -28,14 +30,14 @@ TEST(RuntimeTensor, NestedListsAndScalars) {
   const tensor v{1.f, 2.f, 3.f};
   EXPECT_EQ(v.shape(), (mg::shape_t{3}));
   EXPECT_EQ(v.dtype(), mg::f32);
-  const tensor c{{{1., 2.}}, {{3., 4.}}, {{5., 6.}}};
+  const tensor c({{{1., 2.}}, {{3., 4.}}, {{5., 6.}}}, mg::f64);
   EXPECT_EQ(c.shape(), (mg::shape_t{3, 1, 2}));
   EXPECT_DOUBLE_EQ(c.to_xtensor<double>()(2, 0, 1), 6.0);
-  const tensor s(2.5);
+  const tensor s(2.5, mg::f64);
   EXPECT_EQ(s.dim(), 0);
   EXPECT_EQ(s.numel(), 1);
   EXPECT_DOUBLE_EQ(s.item<double>(), 2.5);
-  EXPECT_EQ(tensor{2.5}.dim(), 1);  // braces: a 1-D list of one element
+  EXPECT_EQ(tensor({2.5}, mg::f64).dim(), 1);  // braces: a 1-D list of one element
   EXPECT_FLOAT_EQ(tensor(1.5f).item<float>(), 1.5f);
   EXPECT_FALSE(tensor{}.defined());
   expect_error([] { tensor bad{{1., 2.}, {3.}}; }, {"ragged"});
@@ -95,19 +97,19 @@ TEST(RuntimeTensor, XtensorRoundTrip) {
 
 TEST(RuntimeTensor, ItemAndConversions) {
   EXPECT_DOUBLE_EQ(mg::ones({1, 1, 1}).item<double>(), 1.0);
-  EXPECT_EQ(tensor(3.75).item<int>(), 3);
-  EXPECT_EQ(tensor(2.0).to(mg::f32).dtype(), mg::f32);
+  EXPECT_EQ(tensor(3.75, mg::f64).item<int>(), 3);
+  EXPECT_EQ(tensor(2.0, mg::f64).to(mg::f32).dtype(), mg::f32);
   expect_error([] { (void)mg::ones({2}).item<double>(); }, {"item", "[2]", "2 elements"});
 }
 
 TEST(RuntimeTensor, TransposeIsAViewSharingStorage) {
-  tensor m{{1., 2., 3.}, {4., 5., 6.}};
+  tensor m({{1., 2., 3.}, {4., 5., 6.}}, mg::f64);
   tensor t = m.t();
   EXPECT_EQ(t.shape(), (mg::shape_t{3, 2}));
   EXPECT_EQ(t.strides(), (mg::shape_t{1, 3}));
   EXPECT_FALSE(t.is_contiguous());
   EXPECT_TRUE(t.contiguous().is_contiguous());
-  m.add_(tensor(10.0));  // in place on m: visible through the view, version shared
+  m.add_(tensor(10.0, mg::f64));  // in place on m: visible through the view, version shared
   EXPECT_DOUBLE_EQ(t.to_xtensor<double>()(2, 1), 16.0);
   EXPECT_EQ(t.version(), m.version());
   EXPECT_EQ(mg::unsqueeze(m, 0).shape(), (mg::shape_t{1, 2, 3}));
@@ -120,7 +122,7 @@ TEST(RuntimeTensor, TransposeIsAViewSharingStorage) {
 }
 
 TEST(Tensor, Conveniences) {
-  const mg::tensor x = mg::tensor{{1.0, 2.0}, {3.0, 4.0}}.requires_grad_();
+  const mg::tensor x = mg::tensor({{1.0, 2.0}, {3.0, 4.0}}, mg::f64).requires_grad_();
   EXPECT_EQ(mg::zeros_like(x).to_xtensor<double>(), (xt::xarray<double>{{0, 0}, {0, 0}}));
   EXPECT_EQ(mg::ones_like(x).dtype(), mg::f64);
   EXPECT_FALSE(mg::ones_like(x).requires_grad());
@@ -134,12 +136,13 @@ TEST(Tensor, Conveniences) {
   EXPECT_EQ(x.grad().to_xtensor<double>(), (xt::xarray<double>{{2, 4}, {6, 8}}));
   std::ostringstream os;
   os << c;
+  // as torch prints: nested rows in one column width, the dtype when it is not the default
   EXPECT_EQ(os.str(),
-            "tensor([1, 2, 3, 4], shape=[2,2], dtype=f64, device=cpu, requires_grad=true, "
-            "grad_fn=clone)");
+            "tensor([[1., 2.],\n"
+            "        [3., 4.]], dtype=f64, grad_fn=clone)");
   std::ostringstream big;
-  big << mg::zeros({20});
-  EXPECT_NE(big.str().find("0, 0, ..., 0"), std::string::npos) << big.str();
+  big << mg::zeros({2000});
+  EXPECT_EQ(big.str(), "tensor([0., 0., 0.,  ..., 0., 0., 0.])");
 }
 
 TEST(Tensor, NumbersTakeTheFloatingOperandsDtype) {
@@ -150,13 +153,13 @@ TEST(Tensor, NumbersTakeTheFloatingOperandsDtype) {
   EXPECT_EQ(((x > 0) + 0.5).to_xtensor<double>(), (xt::xarray<double>{0.5, 1.5}));
   EXPECT_EQ((x > 0).dtype(), mg::b8);
   // an integer second argument of var is a dim, a bool is `unbiased`
-  const mg::tensor m{{1.0, 2.0}, {3.0, 6.0}};
+  const mg::tensor m({{1.0, 2.0}, {3.0, 6.0}}, mg::f64);
   EXPECT_EQ(mg::var(m, 0).to_xtensor<double>(), (xt::xarray<double>{2.0, 8.0}));
   EXPECT_DOUBLE_EQ(mg::var(m, false).item<double>(), 3.5);
 }
 
 TEST(Tensor, TypePromotionFollowsTorch) {
-  const mg::tensor f{1.0f, 2.0f}, d = mg::tensor(3.0), i = mg::tensor{1.0, 2.0}.to(mg::i64),
+  const mg::tensor f{1.0f, 2.0f}, d = mg::tensor(3.0, mg::f64), i = mg::tensor({1.0, 2.0}, mg::f64).to(mg::i64),
                                   b = f > 1.5f;
   EXPECT_EQ((f + d).dtype(), mg::f32);  // a 0-d tensor of the same category does not promote
   EXPECT_EQ((f + f.to(mg::f64)).dtype(), mg::f64);
@@ -184,4 +187,58 @@ TEST(Tensor, TypePromotionFollowsTorch) {
   mg::tensor j = i * 1;
   j.pow_(3.0);
   EXPECT_EQ(j.to_xtensor<double>()(1), 8.0);
+}
+
+// Note [Literal dtypes]: C++ literals follow libtorch's torch::tensor.
+TEST(Tensor, LiteralsFollowLibtorch) {
+  EXPECT_EQ(mg::tensor(2.0).dtype(), mg::f32);  // floating: the default dtype
+  EXPECT_EQ(mg::tensor{1.0, 2.0}.dtype(), mg::f32);
+  EXPECT_EQ((mg::tensor{{1.0, 2.0}, {3.0, 4.0}}.dtype()), mg::f32);
+  EXPECT_EQ(mg::tensor{1.0f}.dtype(), mg::f32);
+  EXPECT_EQ(mg::tensor({1, 2, 3}).dtype(), mg::i64);  // integers
+  EXPECT_EQ(mg::tensor(7).dtype(), mg::i64);
+  EXPECT_EQ(mg::tensor({true, false}).dtype(), mg::b8);  // bools
+  // a dtype overrides it; the values are read exactly, then converted
+  const mg::tensor d({0.1, 1e300}, mg::f64);
+  EXPECT_EQ(d.dtype(), mg::f64);
+  EXPECT_EQ(d[0].item<double>(), 0.1);
+  EXPECT_EQ(d[1].item<double>(), 1e300);
+  EXPECT_EQ(mg::tensor(0.1).item<double>(), static_cast<double>(0.1f));
+  const mg::tensor i({{1, 2}, {3, 4}}, mg::f64);
+  EXPECT_EQ(i.dtype(), mg::f64);
+  EXPECT_EQ(i.shape(), (mg::shape_t{2, 2}));
+  EXPECT_EQ(i[1][0].item<double>(), 3.0);
+  EXPECT_EQ(mg::tensor(9007199254740993LL).item<std::int64_t>(), 9007199254740993LL);  // 2^53 + 1
+  const mg::tensor b({1.5, 0.0}, mg::b8);
+  EXPECT_TRUE(b[0].item<bool>());
+  EXPECT_FALSE(b[1].item<bool>());
+  EXPECT_EQ(mg::tensor({{{1.0}}, {{2.0}}}, mg::f64).shape(), (mg::shape_t{2, 1, 1}));
+}
+
+TEST(Tensor, PrintsAsTorchDoes) {
+  const auto print = [](const mg::tensor& t) {
+    std::ostringstream os;
+    os << t;
+    return os.str();
+  };
+  EXPECT_EQ(print(mg::tensor(3.5)), "tensor(3.5000)");
+  EXPECT_EQ(print(mg::tensor({-1.5, 2.25})), "tensor([-1.5000,  2.2500])");
+  EXPECT_EQ(print(mg::tensor({1e-5, 1.0, 3e5})), "tensor([1.0000e-05, 1.0000e+00, 3.0000e+05])");
+  EXPECT_EQ(print(mg::tensor({true, false})), "tensor([ true, false])");
+  EXPECT_EQ(print(mg::zeros({0, 3})), "tensor([], shape=[0,3])");
+  EXPECT_EQ(print(mg::tensor(2.0, mg::f64).requires_grad_()), "tensor(2., dtype=f64, requires_grad=true)");
+  std::vector<double> v(24);
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<double>(k);
+  EXPECT_EQ(print(mg::tensor(xt::adapt(v, {2, 3, 4})).to(mg::f32)),
+            "tensor([[[ 0.,  1.,  2.,  3.],\n"
+            "         [ 4.,  5.,  6.,  7.],\n"
+            "         [ 8.,  9., 10., 11.]],\n"
+            "\n"
+            "        [[12., 13., 14., 15.],\n"
+            "         [16., 17., 18., 19.],\n"
+            "         [20., 21., 22., 23.]]])");
+  // more than 1000 elements: the first and last three of each dimension
+  const std::string big = print(mg::zeros({40, 30}, {.dtype = mg::i64}));
+  EXPECT_EQ(big.substr(0, 49), "tensor([[0, 0, 0,  ..., 0, 0, 0],\n        [0, 0, ");
+  EXPECT_NE(big.find("        ...,\n"), std::string::npos) << big;
 }

@@ -9,7 +9,7 @@
 
 TEST(ViewRefresh, IncrementVersionAloneRecordsTheViewsNewHistory) {
   EXPECT_EQ(mg::detail::view_refresher().load(), nullptr);  // no version has moved yet
-  const mg::tensor x = mg::tensor({1., 2., 3., 4.}).requires_grad_();
+  const mg::tensor x = mg::tensor({1., 2., 3., 4.}, mg::f64).requires_grad_();
   const mg::tensor base = x * 2.0;                   // a non-leaf base
   const mg::tensor view = mg::slice(base, 0, 1, 3);  // elements 1 and 2
   ASSERT_EQ(view.grad_fn()->name(), std::string("slice"));
@@ -27,12 +27,12 @@ TEST(ViewRefresh, IncrementVersionAloneRecordsTheViewsNewHistory) {
 // history as expand of as_strided of the base (as_strided alone cannot sum over the locations
 // several elements share).
 TEST(ViewRefresh, AnExpandedViewReadsTheBasesNewHistory) {
-  const mg::tensor x = mg::tensor({1., 2.}).requires_grad_();
+  const mg::tensor x = mg::tensor({1., 2.}, mg::f64).requires_grad_();
   const mg::tensor base = x * x;
   const mg::tensor view = base.expand({3, 2}).t();  // [2, 3], strides [1, 0]
   mg::autograd::increment_version(base);
   EXPECT_EQ(view.grad_fn()->name(), std::string("expand"));
-  const mg::tensor w{{1., 2., 3.}, {4., 5., 6.}};
+  const mg::tensor w({{1., 2., 3.}, {4., 5., 6.}}, mg::f64);
   // y = sum_j x_j^2 s_j with s the row sums of w (6 and 15): dy/dx_j = 2 s_j x_j
   const auto g = mg::autograd::grad({(view * w).sum()}, {x}, {}, {.create_graph = true});
   EXPECT_EQ(mg_test::values(g[0]), (std::vector<double>{12, 60}));

@@ -235,18 +235,18 @@ TEST(DeviceTensor, FactoriesAndTransfers) {
   EXPECT_EQ(r2.device(), cuda);
   EXPECT_EQ(r1.to_xtensor<double>(), r2.to_xtensor<double>());
   // a round trip keeps the values; to() of a view copies only its elements
-  const tensor m{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}};
+  const tensor m({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, mg::f64);
   const tensor back = m.to(cuda).t().to(mg::device::cpu);
   EXPECT_EQ(back.device(), mg::device::cpu);
   EXPECT_EQ(back.to_xtensor<double>(), xt::transpose(m.to_xtensor<double>()));
   EXPECT_EQ(m.to(cuda).t().contiguous().to_xtensor<double>(),
             xt::transpose(m.to_xtensor<double>()));
-  EXPECT_EQ(tensor(4.0).to(cuda).item<double>(), 4.0);
+  EXPECT_EQ(tensor(4.0, mg::f64).to(cuda).item<double>(), 4.0);
 }
 
 TEST(DeviceTensor, GradientsCrossDevices) {
   // x lives on the CPU, the work on the device: the gradient comes back to x's device
-  tensor x = tensor{0.5, -1.0, 2.0}.requires_grad_();
+  tensor x = tensor({0.5, -1.0, 2.0}, mg::f64).requires_grad_();
   const tensor y = x.to(cuda);
   EXPECT_EQ(y.grad_fn()->name(), std::string("to_device"));
   const tensor loss = (sin(y) * y).sum();
@@ -259,15 +259,15 @@ TEST(DeviceTensor, GradientsCrossDevices) {
   for (std::size_t i = 0; i < 3; ++i)
     EXPECT_NEAR(g(i), std::cos(xv(i)) * xv(i) + std::sin(xv(i)), 1e-14);
   // and twice: the gradient of the gradient, through both transfers
-  tensor x2 = tensor(0.7).requires_grad_();
+  tensor x2 = tensor(0.7, mg::f64).requires_grad_();
   const tensor y2 = x2.to(cuda);
   const auto g1 = mg::autograd::grad({sin(y2) * y2}, {x2}, {}, {.create_graph = true});
   EXPECT_EQ(g1[0].device(), mg::device::cpu);
   const auto g2 = mg::autograd::grad({g1[0]}, {x2});
   EXPECT_NEAR(g2[0].item<double>(), 2 * std::cos(0.7) - 0.7 * std::sin(0.7), 1e-14);
   // an explicit gradient on the device, accumulated twice into .grad()
-  tensor w = tensor{1.0, 2.0}.to(cuda).requires_grad_();
-  const tensor seed = tensor{3.0, 4.0}.to(cuda);
+  tensor w = tensor({1.0, 2.0}, mg::f64).to(cuda).requires_grad_();
+  const tensor seed = tensor({3.0, 4.0}, mg::f64).to(cuda);
   (w * w).backward(seed, {.retain_graph = true});
   (w * w).backward(seed);
   EXPECT_EQ(w.grad().device(), cuda);
@@ -275,11 +275,11 @@ TEST(DeviceTensor, GradientsCrossDevices) {
 }
 
 TEST(DeviceTensor, InPlaceUnderNoGrad) {
-  tensor a = tensor{1.0, 2.0, 3.0}.to(cuda);
+  tensor a = tensor({1.0, 2.0, 3.0}, mg::f64).to(cuda);
   const std::uint64_t v0 = a.version();
   {
     mg::no_grad_guard ng;
-    a.add_(tensor(1.0).to(cuda)).mul_(tensor{2.0, 3.0, 4.0}.to(cuda));
+    a.add_(tensor(1.0, mg::f64).to(cuda)).mul_(tensor({2.0, 3.0, 4.0}, mg::f64).to(cuda));
   }
   EXPECT_EQ(a.version(), v0 + 2);
   EXPECT_EQ(a.to_xtensor<double>(), (xt::xarray<double>{4.0, 9.0, 16.0}));
@@ -295,7 +295,7 @@ TEST(DeviceTensor, WorkRunsInTheBackend) {
   op_spy<mg::exp_op>::install();
   op_spy<mg::mul_op>::install();
   op_spy<mg::add_op>::install();
-  tensor x = tensor{{0.1, 0.2, 0.3}, {0.4, 0.5, 0.6}}.to(cuda).requires_grad_();
+  tensor x = tensor({{0.1, 0.2, 0.3}, {0.4, 0.5, 0.6}}, mg::f64).to(cuda).requires_grad_();
   const int fills0 = spy::fills, copies0 = spy::copies;
   const tensor y = mg::sum(exp(x) * x.t().t(), 0);  // exp, mul, sum over an axis
   EXPECT_EQ(op_spy<mg::exp_op>::forwards, 1);
@@ -327,17 +327,17 @@ struct cube_unregistered {
 };
 
 TEST(DeviceTensor, UnregisteredUserOpSaysHowToRegisterIt) {
-  const tensor x = tensor{1.0, 2.0}.to(cuda);
+  const tensor x = tensor({1.0, 2.0}, mg::f64).to(cuda);
   expect_error([&] { (void)mg::apply<cube_unregistered>(x); },
                {"cube_unregistered", "no kernel on device cuda", "<metagrad/cuda.hpp>",
                 "mg::cuda::register_ops<cube_unregistered>()"});
   // the same op runs on the CPU without registration
-  EXPECT_EQ(mg::apply<cube_unregistered>(tensor{1.0, 2.0}).to_xtensor<double>(),
+  EXPECT_EQ(mg::apply<cube_unregistered>(tensor({1.0, 2.0}, mg::f64)).to_xtensor<double>(),
             (xt::xarray<double>{1.0, 8.0}));
 }
 
 TEST(DeviceTensor, MisuseThrowsMgError) {
-  const tensor a = tensor{1.0, 2.0}.to(cuda), b{3.0, 4.0};
+  const tensor a = tensor({1.0, 2.0}, mg::f64).to(cuda), b({3.0, 4.0}, mg::f64);
   expect_error([&] { (void)(a + b); },
                {"add", "different devices", "[2] on cuda", "[2] on cpu", ".to(mg::device::"});
   expect_error([&] { (void)mg::matmul(mg::unsqueeze(a, 0), mg::unsqueeze(a, 1)); },
@@ -346,14 +346,14 @@ TEST(DeviceTensor, MisuseThrowsMgError) {
   expect_error([&] { (void)mg::outer(a, a); }, {"outer", "device cuda", "cuBLAS"});
   expect_error([&] { (void)mg::fuse([](auto x) { return x * x; })(a); },
                {"fuse", "device cuda", ".to(mg::device::cpu)"});
-  tensor w = tensor{1.0, 2.0}.to(cuda).requires_grad_();
+  tensor w = tensor({1.0, 2.0}, mg::f64).to(cuda).requires_grad_();
   expect_error(
       [&] {
-        (w * w).backward(tensor{1.0, 1.0});
+        (w * w).backward(tensor({1.0, 1.0}, mg::f64));
       },
       {"backward", "gradient for output 0 is on device cpu", "output is on device cuda",
        ".to(mg::device::cuda)"});
-  tensor c = tensor{1.0, 2.0};
+  tensor c = tensor({1.0, 2.0}, mg::f64);
   expect_error(
       [&] {
         mg::no_grad_guard ng;

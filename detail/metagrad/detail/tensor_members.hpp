@@ -387,11 +387,12 @@ MG_API detail::item_value detail::item_of(const tensor_impl& t) {
   });
 }
 
-MG_API detail::impl_ptr detail::from_values(const shape_t& shape, dtype d, const void* values) {
-  auto t = make_impl(shape, d);
+MG_API detail::impl_ptr detail::from_values(const shape_t& shape, dtype stored, const void* values,
+                                            dtype wanted) {
+  auto t = make_impl(shape, stored);
   if (t->numel())
-    std::memcpy(t->store->data, values, static_cast<std::size_t>(t->numel()) * element_size(d));
-  return t;
+    std::memcpy(t->store->data, values, static_cast<std::size_t>(t->numel()) * element_size(stored));
+  return stored == wanted ? t : copy_kernel(*t, wanted, shape);
 }
 
 MG_API void detail::read_elements(const tensor_impl& t, dtype d, void* out) {
