@@ -68,7 +68,7 @@ struct chain_times {
 chain_times run_chain(op o, long n) {
   chain_times t;
   const mg::tensor x = mg::tensor(0.5, mg::f64).requires_grad_();
-  const mg::tensor w(factor);
+  const mg::tensor w(factor, mg::f64);
   const auto t0 = clock_type::now();
   mg::tensor y = x;
   for (long i = 0; i < n; ++i) y = step(o, y, w);

@@ -34,7 +34,8 @@ struct scaled_product {
 };
 
 void custom_function_example() {
-  mg::tensor x = mg::tensor({1.0, -2.0}, mg::f64).requires_grad_(), y = mg::tensor({3.0, 4.0}, mg::f64);
+  mg::tensor x = mg::tensor({1.0, -2.0}, mg::f64).requires_grad_(),
+             y = mg::tensor({3.0, 4.0}, mg::f64);
   auto [p, sign] = mg::apply<scaled_product>(x, y, 0.5);  // p = 0.5 x y
   mg::sum(p).backward();                                  // x.grad() = 0.5 y = {1.5, 2}
   {
@@ -49,7 +50,8 @@ void custom_function_example() {
 int main() {
   custom_function_example();
   namespace fw = mg::forward_ad;
-  mg::tensor x = mg::tensor({1.0, -2.0}, mg::f64).requires_grad_(), y = mg::tensor({3.0, 4.0}, mg::f64);
+  mg::tensor x = mg::tensor({1.0, -2.0}, mg::f64).requires_grad_(),
+             y = mg::tensor({3.0, 4.0}, mg::f64);
   auto [p, sign] = mg::apply<scaled_product>(x, y, 0.5);
   mg::sum(p).backward();
   fw::dual_level level;

@@ -76,7 +76,8 @@ void tensor_hooks() {
 
 void multi_grad_hook() {
   // example-begin multi-grad-hook
-  mg::tensor a = mg::tensor(1.0, mg::f64).requires_grad_(), b = mg::tensor(2.0, mg::f64).requires_grad_();
+  mg::tensor a = mg::tensor(1.0, mg::f64).requires_grad_(),
+             b = mg::tensor(2.0, mg::f64).requires_grad_();
   int calls = 0;
   auto h = mg::autograd::register_multi_grad_hook({a, b}, [&](const mg::tensor_list& grads) {
     calls += grads[0].defined() + grads[1].defined();

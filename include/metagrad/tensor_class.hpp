@@ -172,21 +172,25 @@ class tensor {
 
   // A C++ number or a nested list of them, read as libtorch reads literals (Note [Literal
   // dtypes] in detail/tensor_inline.hpp): floating values give the default dtype, f32, integers
-  // i64 and bools bool; or the dtype given: `mg::tensor({1.0, 2.0}, mg::f64)`.
+  // i64 and bools bool; or the dtype given: `mg::tensor({1.0, 2.0}, mg::f64)`. A list of integers
+  // or bools converts explicitly only (`mg::tensor({2, 0})`), so that a braced list of indices
+  // passed where a function also takes a std::vector<std::int64_t> stays that vector.
   template <detail::Literal T>
   explicit tensor(T value);
   template <detail::Literal T>
   explicit tensor(T value, mg::dtype d);
   template <detail::Literal T>
-  tensor(std::initializer_list<T> values);
+  explicit(!std::is_floating_point_v<T>) tensor(std::initializer_list<T> values);
   template <detail::Literal T>
   explicit tensor(std::initializer_list<T> values, mg::dtype d);
   template <detail::Literal T>
-  tensor(std::initializer_list<std::initializer_list<T>> values);
+  explicit(!std::is_floating_point_v<T>)
+      tensor(std::initializer_list<std::initializer_list<T>> values);
   template <detail::Literal T>
   explicit tensor(std::initializer_list<std::initializer_list<T>> values, mg::dtype d);
   template <detail::Literal T>
-  tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values);
+  explicit(!std::is_floating_point_v<T>)
+      tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values);
   template <detail::Literal T>
   explicit tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values,
                   mg::dtype d);
@@ -263,9 +267,7 @@ class tensor {
   /// `xt::xarray<T>(t)`: to_xtensor<T>().
   template <class A>
   requires requires { typename detail::xarray_type<typename A::value_type>::type; }
-  explicit operator A() const {
-    return to_xtensor<typename A::value_type>();
-  }
+  explicit operator A() const { return to_xtensor<typename A::value_type>(); }
 
   // The members that record an operation take, last, the call site (Note [Call sites]). They
   // are templates in name only (Note [Lazy members] in detail/tensor_members.hpp).

@@ -14,17 +14,28 @@ using mg_test::expect_ad;
 
 const mg::shape_t s23{2, 3}, s3{3}, s21{2, 1};
 
-TEST(Arithmetic, Add) { expect_ad([](auto a, auto b) { return a + b; }, {.shapes = {s23, s3}}); }
-TEST(Arithmetic, Sub) { expect_ad([](auto a, auto b) { return a - b; }, {.shapes = {s21, s23}}); }
-TEST(Arithmetic, Mul) { expect_ad([](auto a, auto b) { return a * b; }, {.shapes = {s23, s3}}); }
-TEST(Arithmetic, Div) {
-  expect_ad([](auto a, auto b) { return a / b; }, {.ranges = {{-1, 1}, {0.5, 2}}, .shapes = {s23, s21}});
+TEST(Arithmetic, Add) {
+  expect_ad([](auto a, auto b) { return a + b; }, {.shapes = {s23, s3}});
 }
-TEST(Arithmetic, Neg) { expect_ad([](auto x) { return -x; }); }
+TEST(Arithmetic, Sub) {
+  expect_ad([](auto a, auto b) { return a - b; }, {.shapes = {s21, s23}});
+}
+TEST(Arithmetic, Mul) {
+  expect_ad([](auto a, auto b) { return a * b; }, {.shapes = {s23, s3}});
+}
+TEST(Arithmetic, Div) {
+  expect_ad([](auto a, auto b) { return a / b; },
+            {.ranges = {{-1, 1}, {0.5, 2}}, .shapes = {s23, s21}});
+}
+TEST(Arithmetic, Neg) {
+  expect_ad([](auto x) { return -x; });
+}
 TEST(Arithmetic, NumbersOnEitherSide) {
   expect_ad([](auto x) { return 2.0 * x - 3 + x / 4.0 - 1 / (2.5 + x); });
 }
-TEST(Arithmetic, PowIntegral) { expect_ad([](auto x) { return pow(x, 3); }); }
+TEST(Arithmetic, PowIntegral) {
+  expect_ad([](auto x) { return pow(x, 3); });
+}
 TEST(Arithmetic, PowNegativeIntegral) {
   expect_ad([](auto x) { return pow(x, -2); }, {.ranges = {{0.5, 2.0}}});
 }
@@ -32,12 +43,21 @@ TEST(Arithmetic, PowFractional) {
   expect_ad([](auto x) { return pow(x, 2.5); }, {.ranges = {{0.5, 2.0}}});
 }
 TEST(Arithmetic, PowElementwise) {
-  expect_ad([](auto a, auto b) { return pow(a, b); }, {.ranges = {{0.5, 2}, {-1.5, 1.5}}, .shapes = {s23, s3}});
+  expect_ad([](auto a, auto b) { return pow(a, b); },
+            {.ranges = {{0.5, 2}, {-1.5, 1.5}}, .shapes = {s23, s3}});
 }
-TEST(Arithmetic, PowNumberBase) { expect_ad([](auto b) { return pow(2.5, b); }); }
-TEST(Arithmetic, Maximum) { expect_ad([](auto a, auto b) { return mg::maximum(a, b); }, {.shapes = {s23, s3}}); }
-TEST(Arithmetic, Minimum) { expect_ad([](auto a, auto b) { return mg::minimum(a, b); }, {.shapes = {s21, s23}}); }
-TEST(Arithmetic, Atan2) { expect_ad([](auto a, auto b) { return atan2(a, b); }, {.shapes = {s23, s3}}); }
+TEST(Arithmetic, PowNumberBase) {
+  expect_ad([](auto b) { return pow(2.5, b); });
+}
+TEST(Arithmetic, Maximum) {
+  expect_ad([](auto a, auto b) { return mg::maximum(a, b); }, {.shapes = {s23, s3}});
+}
+TEST(Arithmetic, Minimum) {
+  expect_ad([](auto a, auto b) { return mg::minimum(a, b); }, {.shapes = {s21, s23}});
+}
+TEST(Arithmetic, Atan2) {
+  expect_ad([](auto a, auto b) { return atan2(a, b); }, {.shapes = {s23, s3}});
+}
 
 // pow at and around zero as std::pow gives it, with every exponent kind, through SIMD packs (9
 // elements: whole packs and a tail) and tensors on each device. xsimd's pow is exp(p log a) and
@@ -96,7 +116,7 @@ void expect_exact_zeros(const mg::tensor& g, const std::string& what) {
 
 TEST_P(PowSemantics, GradientOfXToTheZeroIsZero) {
   const mg::device d = GetParam();
-  const auto leaf = [&](double v) { return mg::tensor(v).to(d).requires_grad_(); };
+  const auto leaf = [&](double v) { return mg::tensor(v, mg::f64).to(d).requires_grad_(); };
   const double x0 = 0.2785;
   {  // x - x is exactly 0
     mg::tensor x = leaf(x0);
@@ -136,7 +156,8 @@ TEST_P(PowSemantics, GradientOfXToTheZeroIsZero) {
   }
   {
     mg::forward_ad::dual_level level;
-    const mg::tensor x = mg::forward_ad::make_dual(mg::tensor(x0).to(d), mg::tensor(1.0, mg::f64).to(d));
+    const mg::tensor x =
+        mg::forward_ad::make_dual(mg::tensor(x0, mg::f64).to(d), mg::tensor(1.0, mg::f64).to(d));
     expect_exact_zeros(mg::forward_ad::unpack_dual(mg::pow(x - x, 0.0)).tangent,
                        "the tangent of pow(x - x, 0)");
   }

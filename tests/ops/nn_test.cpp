@@ -53,8 +53,9 @@ TEST_P(NnSemantics, CrossEntropyValuesAndErrors) {
         (void)mg::cross_entropy(logits, tensor({1.0, 0.0}, mg::f64).to(dev));
       },
       {"cross_entropy", "i64"});
-  mg_test::expect_error([&] { (void)mg::cross_entropy(logits, tensor({1.0}, mg::f64).to(mg::i64).to(dev)); },
-                        {"cross_entropy", "1 targets", "[2,3]"});
+  mg_test::expect_error(
+      [&] { (void)mg::cross_entropy(logits, tensor({1.0}, mg::f64).to(mg::i64).to(dev)); },
+      {"cross_entropy", "1 targets", "[2,3]"});
 }
 
 TEST_P(NnSemantics, Values) {
@@ -66,6 +67,8 @@ TEST_P(NnSemantics, Values) {
   EXPECT_NEAR(s(0, 2), e * e / z, 1e-15);
   EXPECT_NEAR(s(1, 1), 1.0 / 3, 1e-15);  // stable: no overflow at 1000
   EXPECT_NEAR(mg::log_softmax(x, 1).to_xtensor<double>()(0, 0), -std::log(z), 1e-14);
-  EXPECT_DOUBLE_EQ(mg::mse_loss(tensor({1.0, 2.0}, mg::f64).to(dev), tensor({0.0, 4.0}, mg::f64).to(dev)).item<double>(),
-                   2.5);
+  EXPECT_DOUBLE_EQ(
+      mg::mse_loss(tensor({1.0, 2.0}, mg::f64).to(dev), tensor({0.0, 4.0}, mg::f64).to(dev))
+          .item<double>(),
+      2.5);
 }

@@ -89,12 +89,12 @@ TEST(Anomaly, MemberOpNamesItsLine) {
   const auto [s, line] = std::pair(x.sum(), __LINE__);
   mg::autograd::detect_anomaly_guard anomaly;
   // an infinite gradient arriving at sum: its backward spreads it over x
-  const std::string msg = error_of([&] { s.backward(tensor(inf)); });
+  const std::string msg = error_of([&] { s.backward(tensor(inf, mg::f64)); });
   EXPECT_TRUE(contains(msg, "the backward of sum returned NaN or infinite values")) << msg;
   EXPECT_TRUE(contains(msg, "the forward of sum was called at " + here(line))) << msg;
 
   const auto [e, eline] = std::pair(x[1], __LINE__);  // operator[] (select)
-  const std::string msg2 = error_of([&] { e.backward(tensor(inf)); });
+  const std::string msg2 = error_of([&] { e.backward(tensor(inf, mg::f64)); });
   EXPECT_TRUE(contains(msg2, "the forward of select was called at " + here(eline))) << msg2;
 }
 

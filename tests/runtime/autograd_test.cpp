@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <metagrad/autograd.hpp>
-#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/saved_tensors.hpp>
 #include <metagrad/tensor.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 
 #include "support/harness_runtime.hpp"
 
@@ -18,7 +18,7 @@ using mg_test::expect_error;
 using mg_test::values;
 
 namespace {
-tensor leaf(double v) { return tensor(v).requires_grad_(); }
+tensor leaf(double v) { return tensor(v, mg::f64).requires_grad_(); }
 double val(const tensor& t) { return t.item<double>(); }
 }  // namespace
 
@@ -287,7 +287,8 @@ TEST(RuntimeSaved, InPlaceModificationOfASavedTensorIsDetected) {
   }
   expect_error([&] { s.backward(); }, {"in-place", "exp"});
   // in-place on a tensor that requires grad, with grad mode on, is refused
-  expect_error([&] { x.add_(mg::tensor(1.0, mg::f64)); }, {"add_", "requires grad", "no_grad_guard"});
+  expect_error([&] { x.add_(mg::tensor(1.0, mg::f64)); },
+               {"add_", "requires grad", "no_grad_guard"});
   {
     mg::no_grad_guard ng;
     x.add_(mg::tensor(1.0, mg::f64));

@@ -301,7 +301,7 @@ TEST(ForwardAD, AViewMadeBeforeItsBaseHadATangentReadsTheBases) {
 
   const double x0 = 0.27853384955004801;
   fw::dual_level level;
-  const tensor xd = fw::make_dual(tensor(x0), tensor(1.0, mg::f64));
+  const tensor xd = fw::make_dual(tensor(x0, mg::f64), tensor(1.0, mg::f64));
   tensor c(1.0328, mg::f64);
   const tensor u = c.unsqueeze(0);  // no tangent yet
   c.add_(xd);                       // c's tangent: 1
@@ -312,8 +312,9 @@ TEST(ForwardAD, AViewMadeBeforeItsBaseHadATangentReadsTheBases) {
   const tensor t = r.transpose(0, 0), e = r.expand({3});
   r.mul_(xd);  // r = 1.0328 x: tangent 1.0328
   EXPECT_DOUBLE_EQ(fw::unpack_dual(mg::sum(t * 0.7)).tangent.item<double>(), 0.7 * 1.0328);
-  EXPECT_DOUBLE_EQ(fw::unpack_dual(mg::sum(e * tensor({0.7, -0.2, 0.1}, mg::f64))).tangent.item<double>(),
-                   (0.7 - 0.2 + 0.1) * 1.0328);
+  EXPECT_DOUBLE_EQ(
+      fw::unpack_dual(mg::sum(e * tensor({0.7, -0.2, 0.1}, mg::f64))).tangent.item<double>(),
+      (0.7 - 0.2 + 0.1) * 1.0328);
 
   // the primal has no tangent, nor does a view of it
   const auto [p, tp] = fw::unpack_dual(c);

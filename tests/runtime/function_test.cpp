@@ -112,7 +112,8 @@ TEST(RuntimeFunction, NoRecordingWithoutGrad) {
 }
 
 TEST(RuntimeFunction, Errors) {
-  tensor a = mg::tensor(1.0, mg::f64).requires_grad_(), b = mg::tensor(2.0, mg::f64).requires_grad_();
+  tensor a = mg::tensor(1.0, mg::f64).requires_grad_(),
+         b = mg::tensor(2.0, mg::f64).requires_grad_();
   expect_error([&] { mg::apply<wrong_count>(a, b).backward(); },
                {"wrong_count", "backward returned 1 gradient(s)", "forward took 2 differentiable"});
   expect_error([&] { mg::apply<wrong_saved>(a).backward(); }, {"saved_tensors<2>", "saved 1"});
@@ -162,7 +163,8 @@ struct seed_func {
 static_assert(mg::Function<seed_func>);
 
 TEST(RuntimeFunction, SeedFuncWithANumberInputAndState) {
-  tensor a = mg::tensor(1.0, mg::f64).requires_grad_(), b = mg::tensor(2.0, mg::f64).requires_grad_();
+  tensor a = mg::tensor(1.0, mg::f64).requires_grad_(),
+         b = mg::tensor(2.0, mg::f64).requires_grad_();
   tensor d = mg::apply<seed_func>(a, b, 4);
   EXPECT_DOUBLE_EQ(d.item<double>(), 1 * 2 + 2 * 4 + 4 * 2);
   d.backward();
@@ -173,7 +175,8 @@ TEST(RuntimeFunction, SeedFuncWithANumberInputAndState) {
 }
 
 TEST(RuntimeFunction, OnceDifferentiableRefusesDoubleBackward) {
-  tensor a = mg::tensor(1.0, mg::f64).requires_grad_(), b = mg::tensor(2.0, mg::f64).requires_grad_();
+  tensor a = mg::tensor(1.0, mg::f64).requires_grad_(),
+         b = mg::tensor(2.0, mg::f64).requires_grad_();
   tensor d = mg::apply<seed_func>(a, b, 4);
   // the gradient reaching seed_func requires grad (2 d), so its result is marked
   auto ga = mg::autograd::grad({d * d}, {a}, {}, {.create_graph = true})[0];
@@ -198,7 +201,8 @@ struct exp_fn {
 
 TEST(RuntimeFunction, SeedExp) {
   check_arrays([](const tensor_list& x) { return mg::apply<exp_fn>(x[0]); }, {{3, 2}});
-  EXPECT_STREQ(mg::apply<exp_fn>(mg::tensor(1.0, mg::f64).requires_grad_()).grad_fn()->name(), "exp_fn");
+  EXPECT_STREQ(mg::apply<exp_fn>(mg::tensor(1.0, mg::f64).requires_grad_()).grad_fn()->name(),
+               "exp_fn");
 }
 
 // Two outputs, the second not differentiable (the Function docs' sort example, with an index
@@ -323,8 +327,10 @@ struct weighted_sum {
 };
 
 TEST(RuntimeFunction, ListAndNumberInputs) {
-  tensor x0 = mg::tensor({1.0, 2.0}, mg::f64).requires_grad_(), x1 = mg::tensor({3.0, 4.0}, mg::f64);
-  tensor x2 = mg::tensor({5.0, 6.0}, mg::f64).requires_grad_(), b = mg::tensor(1.0, mg::f64).requires_grad_();
+  tensor x0 = mg::tensor({1.0, 2.0}, mg::f64).requires_grad_(),
+         x1 = mg::tensor({3.0, 4.0}, mg::f64);
+  tensor x2 = mg::tensor({5.0, 6.0}, mg::f64).requires_grad_(),
+         b = mg::tensor(1.0, mg::f64).requires_grad_();
   tensor y = mg::apply<weighted_sum>(tensor_list{x0, x1, x2}, 2.5, b);
   EXPECT_EQ(values(y), (std::vector<double>{1 + 2.5 * 9, 1 + 2.5 * 12}));
   mg::sum(y).backward();

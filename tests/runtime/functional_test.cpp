@@ -278,7 +278,8 @@ TEST(FunctionalHvp, ClosedFormAndDifferencesOfGradients) {
   expect_values(r2[1], expected[1], tol, "(v^T H) 1");
   EXPECT_FALSE(r[0].requires_grad());
   // v omitted for one element: the second derivative
-  auto [c, d2] = fn::hvp([](const tensor& t) { return mg::sin(t) * mg::exp(t); }, tensor(0.4, mg::f64));
+  auto [c, d2] =
+      fn::hvp([](const tensor& t) { return mg::sin(t) * mg::exp(t); }, tensor(0.4, mg::f64));
   expect_values(d2, {2 * std::exp(0.4) * std::cos(0.4)}, 1e-12, "(sin e^x)''");
 }
 
@@ -298,8 +299,8 @@ TEST(FunctionalHvp, LinearFunctionHasZeroHessian) {
 TEST(FunctionalJacobian, KnownFunctions) {
   // A x
   const tensor a({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, mg::f64);
-  const tensor ja =
-      fn::jacobian([&](const tensor& t) { return mg::matmul(a, t); }, tensor({0.1, 0.2, 0.3}, mg::f64));
+  const tensor ja = fn::jacobian([&](const tensor& t) { return mg::matmul(a, t); },
+                                 tensor({0.1, 0.2, 0.3}, mg::f64));
   EXPECT_EQ(ja.shape(), (mg::shape_t{2, 3}));
   expect_values(ja, values(a), 1e-14, "A");
   // elementwise x^3 on [2, 2]: shape [2, 2, 2, 2], 3 x^2 on the diagonal
@@ -385,8 +386,8 @@ TEST(FunctionalHessian, KnownFunctions) {
   expect_values(h, {6.0, 0, 0, 0, -12.0, 0, 0, 0, 3.0}, 1e-14, "diag(6 x)");
   // x^T A x: A + A^T
   const tensor a({{1.0, 2.0}, {0.5, -3.0}}, mg::f64);
-  const tensor hq =
-      fn::hessian([&](const tensor& t) { return mg::dot(t, mg::matmul(a, t)); }, tensor({0.3, 0.9}, mg::f64));
+  const tensor hq = fn::hessian([&](const tensor& t) { return mg::dot(t, mg::matmul(a, t)); },
+                                tensor({0.3, 0.9}, mg::f64));
   expect_values(hq, {2.0, 2.5, 2.5, -6.0}, 1e-14, "A + A^T");
   // a [2, 2] input: shape [2, 2, 2, 2]; a one-element [1] output counts as a scalar
   const tensor m = random({2, 2});
@@ -674,7 +675,9 @@ TEST(FunctionalErrors, ShapesCountsAndOutputs) {
                {"functional::jacobian", "i64", "floating"});
   // strict: an output that does not depend on the input
   expect_error(
-      [&] { (void)fn::vjp([](const tensor&) { return tensor(1.0, mg::f64); }, x, {}, {.strict = true}); },
+      [&] {
+        (void)fn::vjp([](const tensor&) { return tensor(1.0, mg::f64); }, x, {}, {.strict = true});
+      },
       {"functional::vjp", "Output 0 of the user-provided function does not require gradients",
        "strict"});
   auto [c, zero] = fn::vjp([](const tensor&) { return tensor(1.0, mg::f64); }, x);
@@ -697,7 +700,8 @@ TEST(GradOnTensorsNested, HessianOfOneElementArguments) {
   const tensor d3 = mg::grad(mg::grad(mg::grad(f)))(x);
   EXPECT_NEAR(d3.item<double>(), 2 * std::exp(0.4) * (std::cos(0.4) - std::sin(0.4)), 1e-13);
   // a [1] tensor and a function of a sum: the shape of the argument
-  const tensor h1 = mg::hessian<0>([](auto t) { return mg::sum(t * t * t); })(tensor({2.0}, mg::f64));
+  const tensor h1 =
+      mg::hessian<0>([](auto t) { return mg::sum(t * t * t); })(tensor({2.0}, mg::f64));
   EXPECT_EQ(h1.shape(), (mg::shape_t{1}));
   EXPECT_NEAR(h1.item<double>(), 12.0, 1e-14);
 }
@@ -755,8 +759,9 @@ TEST(GradOnTensorsNested, HessianOfATensorArgumentPointsToTheFunctionalApi) {
       },
       {"grad", "[3]", "mg::autograd::functional::jacobian"});
   // the functional API gives the whole matrix
-  expect_values(fn::hessian([&](const tensor& t) { return f(t); }, tensor({1.0, 2.0, 3.0}, mg::f64)),
-                {6.0, 0, 0, 0, 12.0, 0, 0, 0, 18.0}, 1e-14, "diag(6 x)");
+  expect_values(
+      fn::hessian([&](const tensor& t) { return f(t); }, tensor({1.0, 2.0, 3.0}, mg::f64)),
+      {6.0, 0, 0, 0, 12.0, 0, 0, 0, 18.0}, 1e-14, "diag(6 x)");
 }
 
 TEST(FunctionalEdgeCases, NonContiguousInputsWithHistoryAndFloat32) {
@@ -797,7 +802,8 @@ TEST(FunctionalEdgeCases, UnderNoGradAndWithBracedLists) {
   }
   // lists written in place: the inputs and v as braced lists
   const tensor a({1.0, 2.0}, mg::f64), b({3.0, 4.0}, mg::f64);
-  auto [y, g] = fn::vjp([](const tensor_list& t) { return t[0] * t[1]; }, {a, b}, tensor({1.0, 1.0}, mg::f64));
+  auto [y, g] = fn::vjp([](const tensor_list& t) { return t[0] * t[1]; }, {a, b},
+                        tensor({1.0, 1.0}, mg::f64));
   expect_values(g[0], values(b), 1e-14, "b");
   expect_values(g[1], values(a), 1e-14, "a");
   auto [y2, t] = fn::jvp([](const tensor_list& l) { return l[0] * l[1]; }, {a, b}, {b, a});

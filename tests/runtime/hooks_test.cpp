@@ -20,7 +20,7 @@ using mg_test::expect_error;
 using mg_test::values;
 
 namespace {
-tensor leaf(std::initializer_list<double> v) { return tensor(v).requires_grad_(); }
+tensor leaf(std::initializer_list<double> v) { return tensor(v, mg::f64).requires_grad_(); }
 }  // namespace
 
 // Seed (Tensor.register_hook): v.register_hook(lambda grad: grad * 2); v.backward([1, 1, 1]).
@@ -396,8 +396,9 @@ TEST(Hooks, PostAccumulateGradHook) {
   tensor nl = w * 2.0;
   expect_error([&] { nl.register_post_accumulate_grad_hook([](const tensor&) {}); },
                {"register_post_accumulate_grad_hook", "not a leaf", "register_hook"});
-  expect_error([] { tensor({1.}, mg::f64).register_post_accumulate_grad_hook([](const tensor&) {}); },
-               {"register_post_accumulate_grad_hook", "does not require grad"});
+  expect_error(
+      [] { tensor({1.}, mg::f64).register_post_accumulate_grad_hook([](const tensor&) {}); },
+      {"register_post_accumulate_grad_hook", "does not require grad"});
 }
 
 // test_multi_grad_any_hooks: mode any calls the hook once per backward, with the first gradient

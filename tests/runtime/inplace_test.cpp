@@ -159,7 +159,8 @@ TEST(InPlace, CopyOfALeafAndMixedDtypes) {
 
   const tensor f = tensor{1.0f, 2.0f}.requires_grad_();
   tensor h = f * 1.0f;
-  h.mul_(tensor({3.0, 4.0}, mg::f64));  // an f64 operand: the result is converted back to f32, recorded
+  h.mul_(tensor({3.0, 4.0},
+                mg::f64));  // an f64 operand: the result is converted back to f32, recorded
   EXPECT_EQ(h.dtype(), mg::f32);
   h.sum().backward();
   EXPECT_EQ(f.grad().dtype(), mg::f32);
@@ -194,7 +195,7 @@ TEST(InPlace, OverlapExpandedViewsAndStaleViews) {
 // its gradient is 0, not the old history's.
 TEST(InPlace, FillAndCopyOfATensorThatRequiresGradAreRecorded) {
   const double x0 = 0.27853384955004801;
-  const tensor x = tensor(x0).requires_grad_();
+  const tensor x = tensor(x0, mg::f64).requires_grad_();
   tensor v1 = x + x;
   const tensor v2 = v1.reshape({1}), v3 = v1.unsqueeze(0);
   v1.fill_(0.0);
@@ -207,7 +208,7 @@ TEST(InPlace, FillAndCopyOfATensorThatRequiresGradAreRecorded) {
   EXPECT_EQ(x.grad().item<double>(), 0.0);
 
   // a constant written through a view, then filled: the view's history is the fill's
-  const tensor y = tensor(x0).requires_grad_();
+  const tensor y = tensor(x0, mg::f64).requires_grad_();
   tensor c(1.0328, mg::f64);
   tensor w = c.reshape({1});
   w.add_(y);
@@ -219,7 +220,7 @@ TEST(InPlace, FillAndCopyOfATensorThatRequiresGradAreRecorded) {
 
   // copy_ of a constant: CopyBackwards; second order through create_graph: the filled value 2
   // times x^2 is the only term (d/dx 2 x^2 = 4 x, d2/dx2 = 4)
-  const tensor z = tensor(x0).requires_grad_();
+  const tensor z = tensor(x0, mg::f64).requires_grad_();
   tensor h = z * z;
   const tensor hv = h.unsqueeze(0);
   h.copy_(tensor(2.0, mg::f64));
@@ -235,7 +236,7 @@ TEST(InPlace, FillAndCopyOfATensorThatRequiresGradAreRecorded) {
 // history (metagrad: expand of as_strided of the base). expand saves only its input's shape.
 TEST(InPlace, ExpandViewsReadTheBasesNewHistory) {
   const double x0 = 0.27853384955004801;
-  const tensor x = tensor(x0).requires_grad_();
+  const tensor x = tensor(x0, mg::f64).requires_grad_();
   tensor c({1.0328}, mg::f64);
   const tensor v2 = x + c;
   const tensor v3 = mg::expand(c, {2});  // no grad yet: nothing saved

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <metagrad/autograd.hpp>
-#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/tensor.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 
 #include "support/harness_runtime.hpp"
 

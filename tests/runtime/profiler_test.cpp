@@ -42,7 +42,7 @@ namespace {
 
 std::string bw(const std::string& node) { return "autograd::engine::evaluate_function: " + node; }
 
-tensor leaf(std::initializer_list<double> v) { return tensor(v).requires_grad_(); }
+tensor leaf(std::initializer_list<double> v) { return tensor(v, mg::f64).requires_grad_(); }
 
 std::map<std::string, int> count_by_name(const std::vector<prof::event>& events) {
   std::map<std::string, int> n;

@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <metagrad/autograd.hpp>
-#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/saved_tensors.hpp>
 #include <metagrad/tensor.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 
 #include "support/harness_runtime.hpp"
 

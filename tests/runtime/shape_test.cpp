@@ -178,7 +178,8 @@ TEST(SplitSemantics, SplitBySizeAndBySizes) {
 
 TEST(SplitErrors, NameTheOpTheShapeAndTheFix) {
   const tensor x = iota({2, 5});
-  mg_test::expect_error([&] { (void)mg::unbind(tensor(1.0, mg::f64)); }, {"unbind", "0-d", "reshape"});
+  mg_test::expect_error([&] { (void)mg::unbind(tensor(1.0, mg::f64)); },
+                        {"unbind", "0-d", "reshape"});
   mg_test::expect_error([&] { (void)x.unbind(2); }, {"unbind", "dim 2", "[2,5]", "-2 to 1"});
   mg_test::expect_error([&] { (void)x.chunk(0); }, {"chunk", "got 0", "[2,5]", "1 or more"});
   mg_test::expect_error([&] { (void)x.chunk(-2, 1); }, {"chunk", "got -2"});

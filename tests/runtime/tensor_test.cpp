@@ -159,8 +159,8 @@ TEST(Tensor, NumbersTakeTheFloatingOperandsDtype) {
 }
 
 TEST(Tensor, TypePromotionFollowsTorch) {
-  const mg::tensor f{1.0f, 2.0f}, d = mg::tensor(3.0, mg::f64), i = mg::tensor({1.0, 2.0}, mg::f64).to(mg::i64),
-                                  b = f > 1.5f;
+  const mg::tensor f{1.0f, 2.0f}, d = mg::tensor(3.0, mg::f64),
+                                  i = mg::tensor({1.0, 2.0}, mg::f64).to(mg::i64), b = f > 1.5f;
   EXPECT_EQ((f + d).dtype(), mg::f32);  // a 0-d tensor of the same category does not promote
   EXPECT_EQ((f + f.to(mg::f64)).dtype(), mg::f64);
   EXPECT_EQ((i + 2).dtype(), mg::i64);  // integers stay integers
@@ -192,7 +192,7 @@ TEST(Tensor, TypePromotionFollowsTorch) {
 // Note [Literal dtypes]: C++ literals follow libtorch's torch::tensor.
 TEST(Tensor, LiteralsFollowLibtorch) {
   EXPECT_EQ(mg::tensor(2.0).dtype(), mg::f32);  // floating: the default dtype
-  EXPECT_EQ(mg::tensor{1.0, 2.0}.dtype(), mg::f32);
+  EXPECT_EQ((mg::tensor{1.0, 2.0}.dtype()), mg::f32);
   EXPECT_EQ((mg::tensor{{1.0, 2.0}, {3.0, 4.0}}.dtype()), mg::f32);
   EXPECT_EQ(mg::tensor{1.0f}.dtype(), mg::f32);
   EXPECT_EQ(mg::tensor({1, 2, 3}).dtype(), mg::i64);  // integers
@@ -226,7 +226,8 @@ TEST(Tensor, PrintsAsTorchDoes) {
   EXPECT_EQ(print(mg::tensor({1e-5, 1.0, 3e5})), "tensor([1.0000e-05, 1.0000e+00, 3.0000e+05])");
   EXPECT_EQ(print(mg::tensor({true, false})), "tensor([ true, false])");
   EXPECT_EQ(print(mg::zeros({0, 3})), "tensor([], shape=[0,3])");
-  EXPECT_EQ(print(mg::tensor(2.0, mg::f64).requires_grad_()), "tensor(2., dtype=f64, requires_grad=true)");
+  EXPECT_EQ(print(mg::tensor(2.0, mg::f64).requires_grad_()),
+            "tensor(2., dtype=f64, requires_grad=true)");
   std::vector<double> v(24);
   for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<double>(k);
   EXPECT_EQ(print(mg::tensor(xt::adapt(v, {2, 3, 4})).to(mg::f32)),

@@ -210,7 +210,9 @@ void expect_error(F&& f, std::initializer_list<std::string> parts) {
 }
 
 // A float64 leaf that requires grad, with the given elements (rank 1).
-inline mg::tensor leaf(std::initializer_list<double> v) { return mg::tensor(v).requires_grad_(); }
+inline mg::tensor leaf(std::initializer_list<double> v) {
+  return mg::tensor(v, mg::f64).requires_grad_();
+}
 
 // The elements of t, in order, as doubles.
 inline std::vector<double> values(const mg::tensor& t) {

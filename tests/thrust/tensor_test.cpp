@@ -13,10 +13,10 @@
 #include <gtest/gtest.h>
 
 #include <metagrad/autograd.hpp>
-#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/function.hpp>
 #include <metagrad/fuse.hpp>
 #include <metagrad/tensor.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 
 #include "support/custom_ops.hpp"
 #include "support/harness_runtime.hpp"

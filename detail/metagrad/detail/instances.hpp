@@ -13,8 +13,8 @@
 
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <ostream>
+#include <span>
 #include <vector>
 
 #if !defined(MG_INSTANCES_CORE) && !defined(MG_INSTANCES_ARITHMETIC) && \
@@ -22,14 +22,15 @@
 #define MG_INSTANCES_ALL 1
 #endif
 
-#define MG_APPLY(Op, ...) \
-  MG_INSTANCE ::mg::tensor mg::detail::apply_in(::mg::detail::tensor_family, const Op&, __VA_ARGS__);
+#define MG_APPLY(Op, ...)                                                               \
+  MG_INSTANCE ::mg::tensor mg::detail::apply_in(::mg::detail::tensor_family, const Op&, \
+                                                __VA_ARGS__);
 
 // An op of one tensor.
 #define MG_APPLY_1(Op) MG_APPLY(Op, const ::mg::tensor&)
 
 // An op of two operands, at least one a tensor.
-#define MG_APPLY_2(Op)                                  \
+#define MG_APPLY_2(Op)                                   \
   MG_APPLY(Op, const ::mg::tensor&, const ::mg::tensor&) \
   MG_APPLY(Op, const ::mg::tensor&, const double&)       \
   MG_APPLY(Op, const ::mg::tensor&, const std::int64_t&) \
@@ -39,20 +40,19 @@
   MG_APPLY(Op, const bool&, const ::mg::tensor&)
 
 // An op of a tensor and two operands (where's condition and its two values).
-#define MG_APPLY_3_AFTER(Op, A)                                  \
-  MG_APPLY(Op, const ::mg::tensor&, A, const ::mg::tensor&)      \
-  MG_APPLY(Op, const ::mg::tensor&, A, const double&)            \
-  MG_APPLY(Op, const ::mg::tensor&, A, const std::int64_t&)      \
+#define MG_APPLY_3_AFTER(Op, A)                             \
+  MG_APPLY(Op, const ::mg::tensor&, A, const ::mg::tensor&) \
+  MG_APPLY(Op, const ::mg::tensor&, A, const double&)       \
+  MG_APPLY(Op, const ::mg::tensor&, A, const std::int64_t&) \
   MG_APPLY(Op, const ::mg::tensor&, A, const bool&)
-#define MG_APPLY_3(Op)                          \
-  MG_APPLY_3_AFTER(Op, const ::mg::tensor&)     \
-  MG_APPLY_3_AFTER(Op, const double&)           \
-  MG_APPLY_3_AFTER(Op, const std::int64_t&)     \
+#define MG_APPLY_3(Op)                      \
+  MG_APPLY_3_AFTER(Op, const ::mg::tensor&) \
+  MG_APPLY_3_AFTER(Op, const double&)       \
+  MG_APPLY_3_AFTER(Op, const std::int64_t&) \
   MG_APPLY_3_AFTER(Op, const bool&)
 
 #if defined(MG_INSTANCES_ALL) || defined(MG_INSTANCES_CORE)
 namespace mg {
-
 
 using instance_dims = std::vector<std::int64_t>;
 
@@ -80,7 +80,8 @@ MG_INSTANCE tensor tensor::permute<0>(const instance_dims&, call_site) const;
 MG_INSTANCE tensor tensor::transpose<0>(std::int64_t, std::int64_t, call_site) const;
 MG_INSTANCE tensor tensor::expand<0>(const shape_t&, call_site) const;
 MG_INSTANCE tensor tensor::select<0>(std::int64_t, std::int64_t, call_site) const;
-MG_INSTANCE tensor tensor::slice<0>(std::int64_t, std::optional<std::int64_t>, std::optional<std::int64_t>, std::int64_t, call_site) const;
+MG_INSTANCE tensor tensor::slice<0>(std::int64_t, std::optional<std::int64_t>,
+                                    std::optional<std::int64_t>, std::int64_t, call_site) const;
 MG_INSTANCE tensor tensor::index_select<0>(std::int64_t, const tensor&, call_site) const;
 MG_INSTANCE tensor_list tensor::unbind<0>(std::int64_t, call_site) const;
 MG_INSTANCE tensor_list tensor::chunk<0>(std::int64_t, std::int64_t, call_site) const;
@@ -114,7 +115,8 @@ MG_INSTANCE void tensor::backward<0>(const tensor&) const;
 MG_INSTANCE void tensor::backward<0>(const tensor&, const backward_options&) const;
 MG_INSTANCE void tensor::backward<0>(const backward_options&) const;
 
-// ---- free functions ------------------------------------------------------------------------------
+// ---- free functions
+// ------------------------------------------------------------------------------
 MG_INSTANCE tensor clone<0>(const tensor&, call_site);
 MG_INSTANCE tensor cat<0>(const tensor_list&, std::int64_t, call_site);
 MG_INSTANCE tensor stack<0>(const tensor_list&, std::int64_t, call_site);

@@ -1,7 +1,8 @@
 // The members of mg::tensor that are templates on the caller's types, defined in every build
 // mode (Note [Compiled core] in config.hpp): the constructors from numbers, nested lists and
-// xtensor expressions (Note [Literal dtypes]), and item<T>(). They reach the engine only through the functions the
-// library compiles (detail::from_values, detail::item_of), so this header includes no kernel.
+// xtensor expressions (Note [Literal dtypes]), and item<T>(). They reach the engine only through
+// the functions the library compiles (detail::from_values, detail::item_of), so this header
+// includes no kernel.
 #pragma once
 
 #include <array>

@@ -55,8 +55,7 @@ struct tensor_printer {
       if (a != 0) lo = std::min(lo, a), hi = std::max(hi, a);
     }
     const bool any = hi > 0;
-    const bool scientific =
-        any && (integers ? hi > 1e8 : hi / lo > 1e3 || hi > 1e8 || lo < 1e-4);
+    const bool scientific = any && (integers ? hi > 1e8 : hi / lo > 1e3 || hi > 1e8 || lo < 1e-4);
     for (std::size_t i = 0; i < v.size(); ++i) {
       if (!shown_flat(static_cast<std::int64_t>(i))) continue;
       const double x = v[i];
@@ -80,7 +79,8 @@ struct tensor_printer {
     const bool last = dim + 1 == shape.size();
     // between rows: a line break per remaining dimension, and the indent of this bracket
     const std::string between =
-        last ? ", " : "," + std::string(shape.size() - dim - 1, '\n') + std::string(indent + 1, ' ');
+        last ? ", "
+             : "," + std::string(shape.size() - dim - 1, '\n') + std::string(indent + 1, ' ');
     os << '[';
     bool first = true;
     for (std::int64_t i = 0; i < n; ++i) {
@@ -104,7 +104,8 @@ MG_API std::ostream& print_tensor(std::ostream& os, const tensor& t) {
   if (!t.defined()) return os << "tensor(undefined)";
   const tensor_impl& ti = *t.impl();
   const auto n = static_cast<std::size_t>(ti.numel());
-  tensor_printer p{ti.shape, std::vector<std::string>(n), 0, ti.numel() > tensor_printer::threshold};
+  tensor_printer p{ti.shape, std::vector<std::string>(n), 0,
+                   ti.numel() > tensor_printer::threshold};
   if (is_floating(ti.dtype())) {
     std::vector<double> v(n);
     if (n) read_elements(ti, dtype::f64, v.data());
