@@ -1,4 +1,4 @@
-// Fixed-length loops (Note [Scan] in detail/scan.hpp): the gradient of x after N explicit Euler
+// Fixed-length loops (Note [Scan] in static/scan.hpp): the gradient of x after N explicit Euler
 // steps of the damped oscillator x'' = -k x - c x' (step 0.05, from x = 1, v = 0) w.r.t. (k, c).
 //
 //   scan       mg::repeat<N> with the literal 0.05 in the step: one loop node, whose backward

@@ -1,5 +1,5 @@
 # The instruction set of the programs that link metagrad::metagrad (Note [Instruction set] in
-# detail/metagrad/detail/isa.hpp). metagrad's fused loops are instantiated in the user's own
+# detail/metagrad/core/isa.hpp). metagrad's fused loops are instantiated in the user's own
 # translation units, so they run with the instruction set those are compiled for: SSE2 under
 # the compilers' defaults, AVX2 and FMA with -march=x86-64-v3 (4.5x faster on the 1e6-element
 # loss of benchmarks/fused_sum.cpp). METAGRAD_ARCH:

@@ -4,6 +4,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/call_site.hpp
   include/metagrad/concepts.hpp
   include/metagrad/context.hpp
+  include/metagrad/dual_array.hpp
   include/metagrad/error.hpp
   include/metagrad/expr.hpp
   include/metagrad/forward_ad.hpp
@@ -35,58 +36,64 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/tensor_xtensor.hpp
   include/metagrad/to_string.hpp
   include/metagrad/types.hpp
+  include/metagrad/unroll.hpp
   include/metagrad/version.hpp
   include/metagrad/xtensor.hpp
 )
 set(METAGRAD_DETAIL_HEADERS
-  # machinery shared by the engines
-  detail/metagrad/detail/algebra.hpp
-  detail/metagrad/detail/broadcast.hpp
-  detail/metagrad/detail/config.hpp
-  detail/metagrad/detail/dispatch.hpp
-  detail/metagrad/detail/element_math.hpp
-  detail/metagrad/detail/gemm.hpp
-  detail/metagrad/detail/instances.hpp
-  detail/metagrad/detail/isa.hpp
-  detail/metagrad/detail/simd.hpp
-  detail/metagrad/detail/tuple.hpp
-  detail/metagrad/detail/type_list.hpp
-  detail/metagrad/detail/type_name.hpp
-  # the static engine
-  detail/metagrad/detail/plan.hpp
-  detail/metagrad/detail/scan.hpp
-  detail/metagrad/detail/sweep.hpp
-  detail/metagrad/detail/xt_algebra.hpp
-  detail/metagrad/detail/xt_dual.hpp
-  detail/metagrad/detail/xt_fused.hpp
-  detail/metagrad/detail/xt_region.hpp
-  detail/metagrad/detail/xt_pool.hpp
-  detail/metagrad/detail/xt_transforms.hpp
-  # the runtime engine and its backends
-  detail/metagrad/detail/anomaly.hpp
-  detail/metagrad/detail/backend.hpp
-  detail/metagrad/detail/blas.hpp
-  detail/metagrad/detail/cpu_backend.hpp
-  detail/metagrad/detail/element_kernels.hpp
-  detail/metagrad/detail/engine.hpp
-  detail/metagrad/detail/forward_ad.hpp
-  detail/metagrad/detail/functional.hpp
-  detail/metagrad/detail/gradcheck.hpp
-  detail/metagrad/detail/graph.hpp
-  detail/metagrad/detail/hooks.hpp
-  detail/metagrad/detail/nodes.hpp
-  detail/metagrad/detail/profiler.hpp
-  detail/metagrad/detail/profiler_report.hpp
-  detail/metagrad/detail/registry.hpp
-  detail/metagrad/detail/runtime.hpp
-  detail/metagrad/detail/runtime_ops.hpp
-  detail/metagrad/detail/saved.hpp
-  detail/metagrad/detail/shape_rules.hpp
-  detail/metagrad/detail/storage.hpp
-  detail/metagrad/detail/tensor_kernels.hpp
-  detail/metagrad/detail/tensor_inline.hpp
-  detail/metagrad/detail/tensor_members.hpp
-  detail/metagrad/detail/tensor_print.hpp
+  # core: storage, shapes, dtypes, dispatch, type lists (no op family)
+  detail/metagrad/core/algebra.hpp
+  detail/metagrad/core/broadcast.hpp
+  detail/metagrad/core/config.hpp
+  detail/metagrad/core/dispatch.hpp
+  detail/metagrad/core/element_math.hpp
+  detail/metagrad/core/gemm.hpp
+  detail/metagrad/core/isa.hpp
+  detail/metagrad/core/shape_rules.hpp
+  detail/metagrad/core/simd.hpp
+  detail/metagrad/core/storage.hpp
+  detail/metagrad/core/tensor_impl.hpp
+  detail/metagrad/core/tuple.hpp
+  detail/metagrad/core/type_list.hpp
+  detail/metagrad/core/type_name.hpp
+  # backend: the backend interface, the registry, the CPU backend, kernels made from op structs
+  detail/metagrad/backend/backend.hpp
+  detail/metagrad/backend/blas.hpp
+  detail/metagrad/backend/cpu.hpp
+  detail/metagrad/backend/element_kernels.hpp
+  detail/metagrad/backend/registry.hpp
+  detail/metagrad/backend/tensor_kernels.hpp
+  # static: tracing, planning, sweeps, the evaluators on numbers
+  detail/metagrad/static/evaluator.hpp
+  detail/metagrad/static/plan.hpp
+  detail/metagrad/static/scan.hpp
+  detail/metagrad/static/sweep.hpp
+  # xt: the xtensor evaluator
+  detail/metagrad/xt/algebra.hpp
+  detail/metagrad/xt/dual.hpp
+  detail/metagrad/xt/fused.hpp
+  detail/metagrad/xt/pool.hpp
+  detail/metagrad/xt/region.hpp
+  detail/metagrad/xt/transforms.hpp
+  # runtime: graph, nodes, engine, hooks, saved tensors, profiler
+  detail/metagrad/runtime/anomaly.hpp
+  detail/metagrad/runtime/apply.hpp
+  detail/metagrad/runtime/definitions.hpp
+  detail/metagrad/runtime/engine.hpp
+  detail/metagrad/runtime/forward_ad.hpp
+  detail/metagrad/runtime/graph.hpp
+  detail/metagrad/runtime/hooks.hpp
+  detail/metagrad/runtime/instances.hpp
+  detail/metagrad/runtime/nodes.hpp
+  detail/metagrad/runtime/profiler.hpp
+  detail/metagrad/runtime/profiler_report.hpp
+  detail/metagrad/runtime/saved.hpp
+  detail/metagrad/runtime/tensor_inline.hpp
+  detail/metagrad/runtime/tensor_members.hpp
+  detail/metagrad/runtime/tensor_print.hpp
+  # api: the functional API and gradcheck behind their public headers
+  detail/metagrad/api/functional.hpp
+  detail/metagrad/api/gradcheck.hpp
 )
 set(METAGRAD_CUDA_HEADERS
   cuda/metagrad/cuda.hpp

@@ -6,7 +6,7 @@
 #   ops      include/metagrad/ops/ and ops.hpp: one struct per op
 #   backend  detail/metagrad/backend/: the backend interface, the registry, the CPU backend and
 #            the kernels made from op structs
-#   static   detail/metagrad/static/, expr.hpp, repeat.hpp, to_string.hpp: tracing, planning,
+#   static   detail/metagrad/static/, expr.hpp, repeat.hpp, unroll.hpp, to_string.hpp: tracing,
 #            sweeps (the runtime engine reads what an op's backward uses by tracing it)
 #   xt       detail/metagrad/xt/, dual_array.hpp: the xtensor evaluator
 #   runtime  detail/metagrad/runtime/, tensor_class.hpp, ops/split.hpp: graph, nodes, engine,
@@ -34,7 +34,7 @@ function(metagrad_layer_of path out)
     set(layer runtime)
   elseif(path MATCHES "^ops/" OR path STREQUAL "ops.hpp")
     set(layer ops)
-  elseif(path MATCHES "^(expr|repeat|to_string)\\.hpp$")
+  elseif(path MATCHES "^(expr|repeat|to_string|unroll)\\.hpp$")
     set(layer static)
   elseif(path STREQUAL "dual_array.hpp")
     set(layer xt)
@@ -88,7 +88,7 @@ function(metagrad_check_layers)
   endwhile()
   if(left)
     list(JOIN left ", " cycle)
-    string(APPEND problems "\n  an include cycle runs through: ${cycle}")
+    string(APPEND problems "\n  an include cycle, among or reached from: ${cycle}")
   endif()
   if(problems)
     message(FATAL_ERROR "metagrad: the headers break their layers (cmake/metagrad_layers.cmake):"

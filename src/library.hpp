@@ -1,16 +1,16 @@
 // What every source of the library includes: the runtime engine's definitions. Each source then
-// instantiates one section of <metagrad/detail/instances.hpp> (Note [Compiled core] in
-// detail/config.hpp).
+// instantiates one section of <metagrad/runtime/instances.hpp> (Note [Compiled core] in
+// core/config.hpp).
 #pragma once
 
-#define METAGRAD_BUILDING 1  // the library's own sources: no extern template (runtime.hpp)
+#define METAGRAD_BUILDING 1  // the library's own sources: no extern template (runtime/definitions.hpp)
 
 #include <metagrad/autograd.hpp>
-#include <metagrad/detail/anomaly.hpp>
-#include <metagrad/detail/config.hpp>
-#include <metagrad/detail/engine.hpp>
-#include <metagrad/detail/runtime_ops.hpp>
-#include <metagrad/detail/tensor_members.hpp>
+#include <metagrad/runtime/anomaly.hpp>
+#include <metagrad/core/config.hpp>
+#include <metagrad/runtime/engine.hpp>
+#include <metagrad/runtime/apply.hpp>
+#include <metagrad/runtime/tensor_members.hpp>
 #include <metagrad/forward_ad.hpp>
 #include <metagrad/ops.hpp>
 

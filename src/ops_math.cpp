@@ -1,5 +1,5 @@
-// The built-in unary math ops on tensors, compiled once (<metagrad/detail/instances.hpp>).
+// The built-in unary math ops on tensors, compiled once (<metagrad/runtime/instances.hpp>).
 #include "library.hpp"
 
 #define MG_INSTANCES_MATH 1
-#include <metagrad/detail/instances.hpp>
+#include <metagrad/runtime/instances.hpp>

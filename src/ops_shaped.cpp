@@ -1,6 +1,6 @@
 // The built-in ops that are not elementwise, on tensors, compiled once
-// (<metagrad/detail/instances.hpp>):
+// (<metagrad/runtime/instances.hpp>):
 #include "library.hpp"
 
 #define MG_INSTANCES_SHAPED 1
-#include <metagrad/detail/instances.hpp>
+#include <metagrad/runtime/instances.hpp>

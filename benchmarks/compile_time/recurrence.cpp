@@ -2,7 +2,7 @@
 // nodes per step), differentiated by the static engine. Its tree has 2^MG_STEPS occurrences of
 // the first step; its DAG has 3 MG_STEPS + 1 nodes. run.sh compiles it and reports the time and
 // peak memory of the compiler; running it checks the gradient against central differences.
-// Variants (Note [Scan] in detail/scan.hpp):
+// Variants (Note [Scan] in static/scan.hpp):
 //   -DMG_LITERAL       the step t <- t + 0.5 sin(t) x holds a literal: mg::repeat makes the
 //                      loop one node
 //   -DMG_LOOP_NODE     mg::unroll::never: one node without a literal

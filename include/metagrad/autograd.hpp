@@ -12,11 +12,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include <metagrad/detail/anomaly.hpp>
-#include <metagrad/detail/engine.hpp>
-#include <metagrad/detail/graph.hpp>
-#include <metagrad/detail/hooks.hpp>
-#include <metagrad/detail/runtime.hpp>
+#include <metagrad/runtime/anomaly.hpp>
+#include <metagrad/runtime/engine.hpp>
+#include <metagrad/runtime/graph.hpp>
+#include <metagrad/runtime/hooks.hpp>
+#include <metagrad/runtime/definitions.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {
@@ -289,7 +289,7 @@ class detect_anomaly_guard {
   bool previous_check_nan_;
 };
 
-#if !MG_HEADER_ONLY  // compiled in the library (Note [Compiled core] in detail/config.hpp)
+#if !MG_HEADER_ONLY  // compiled in the library (Note [Compiled core] in core/config.hpp)
 extern template tensor_list grad<0>(const tensor_list&, const tensor_list&, const tensor_list&,
                                     const grad_options&);
 extern template void backward<0>(const tensor_list&, const tensor_list&, const backward_options&);

@@ -1,7 +1,7 @@
 // mg::call_site: where an op was called, captured by a defaulted last parameter of every public
 // op function (`mg::exp(x)`, `x.sum()`, `mg::apply<F>(x)`), so that anomaly detection can name
 // the file and line of the forward call that recorded a failing node (Note [Anomaly detection]
-// in detail/metagrad/detail/anomaly.hpp). Operators take no defaulted parameter: theirs take a
+// in detail/metagrad/runtime/anomaly.hpp). Operators take no defaulted parameter: theirs take a
 // tensor operand as detail::tracked, converted where the operator is written.
 //
 // Note [Call sites]: the capture costs nothing where it is not used. On numbers, SIMD packs and
@@ -23,7 +23,7 @@
 #include <source_location>
 #endif
 
-#include <metagrad/detail/config.hpp>
+#include <metagrad/core/config.hpp>
 
 namespace mg {
 

@@ -10,9 +10,9 @@
 #include <utility>
 
 #include <metagrad/concepts.hpp>
-#include <metagrad/detail/config.hpp>
-#include <metagrad/detail/dispatch.hpp>
-#include <metagrad/detail/tuple.hpp>
+#include <metagrad/core/config.hpp>
+#include <metagrad/core/dispatch.hpp>
+#include <metagrad/core/tuple.hpp>
 
 namespace mg {
 

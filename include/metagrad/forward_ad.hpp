@@ -14,9 +14,9 @@
 
 #include <mutex>
 
-#include <metagrad/detail/forward_ad.hpp>
+#include <metagrad/runtime/forward_ad.hpp>
 #include <metagrad/error.hpp>
-#include <metagrad/detail/runtime.hpp>
+#include <metagrad/runtime/definitions.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg::forward_ad {
@@ -102,7 +102,7 @@ unpacked_dual unpack_dual(const tensor& t) {
   return {detail_fw::differentiable_alias<I>(t), detail::tangent_of(*t.impl())};
 }
 
-#if !MG_HEADER_ONLY  // compiled in the library (Note [Compiled core] in detail/config.hpp)
+#if !MG_HEADER_ONLY  // compiled in the library (Note [Compiled core] in core/config.hpp)
 extern template tensor make_dual<0>(const tensor&, const tensor&);
 extern template unpacked_dual unpack_dual<0>(const tensor&);
 #endif

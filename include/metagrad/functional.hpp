@@ -2,7 +2,7 @@
 // function f of one tensor (or of an mg::tensor_list, for several inputs) that returns a tensor
 // (or a tensor_list), and differentiates f alone at x: the inputs enter f cut from their
 // history, and the results are plain tensors unless `.create_graph = true`, which keeps them
-// differentiable with respect to x (Note [Functional inputs] in detail/functional.hpp).
+// differentiable with respect to x (Note [Functional inputs] in api/functional.hpp).
 //
 // | transform | result |
 // |---|---|
@@ -14,8 +14,8 @@
 #pragma once
 
 #include <metagrad/autograd.hpp>
-#include <metagrad/detail/functional.hpp>
-#include <metagrad/detail/runtime.hpp>
+#include <metagrad/api/functional.hpp>
+#include <metagrad/runtime/definitions.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg::autograd::functional {

@@ -14,10 +14,10 @@
 
 #include <metagrad/autograd.hpp>
 #include <metagrad/call_site.hpp>
-#include <metagrad/detail/profiler.hpp>
+#include <metagrad/runtime/profiler.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
-#include <metagrad/detail/runtime.hpp>
+#include <metagrad/runtime/definitions.hpp>
 #include <metagrad/tensor.hpp>
 #include <metagrad/xtensor.hpp>
 

@@ -11,7 +11,7 @@
 //   taken for every element of every output; the element is then restored exactly (also when fn
 //   throws). The writes are raw: nothing is recorded and the version counter does not move, so
 //   fn may read an input through a capture, and a tensor passed twice moves in both places
-//   (Note [Perturbing in place] in detail/gradcheck.hpp). An input with a stride 0 (an expanded
+//   (Note [Perturbing in place] in api/gradcheck.hpp). An input with a stride 0 (an expanded
 //   tensor, whose elements overlap) is refused: pass input.contiguous().
 // - Analytical Jacobian: for every element of every output that requires grad,
 //   `mg::autograd::grad` with a one-hot grad_output gives one row (an unused input: zeros).
@@ -55,9 +55,9 @@
 #include <vector>
 
 #include <metagrad/autograd.hpp>
-#include <metagrad/detail/gradcheck.hpp>
+#include <metagrad/api/gradcheck.hpp>
 #include <metagrad/error.hpp>
-#include <metagrad/detail/runtime.hpp>
+#include <metagrad/runtime/definitions.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg::autograd {

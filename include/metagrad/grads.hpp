@@ -6,8 +6,8 @@
 #include <type_traits>
 #include <utility>
 
-#include <metagrad/detail/config.hpp>
-#include <metagrad/detail/tuple.hpp>
+#include <metagrad/core/config.hpp>
+#include <metagrad/core/tuple.hpp>
 
 namespace mg {
 

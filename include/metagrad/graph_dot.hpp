@@ -21,11 +21,11 @@
 #include <utility>
 #include <vector>
 
-#include <metagrad/detail/graph.hpp>
-#include <metagrad/detail/profiler_report.hpp>
-#include <metagrad/detail/saved.hpp>
+#include <metagrad/runtime/graph.hpp>
+#include <metagrad/runtime/profiler_report.hpp>
+#include <metagrad/runtime/saved.hpp>
 #include <metagrad/error.hpp>
-#include <metagrad/detail/runtime.hpp>
+#include <metagrad/runtime/definitions.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {

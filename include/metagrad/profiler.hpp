@@ -18,7 +18,7 @@
 // forward op and its backward node get separate rows. Ops that a backward node runs (a
 // non-elementwise backward, or any backward under create_graph) are recorded nested in it.
 // With no profile and no guard alive an op pays one relaxed atomic load (Note [Profiler cost]
-// in detail/metagrad/detail/profiler.hpp).
+// in detail/metagrad/runtime/profiler.hpp).
 #pragma once
 
 #include <algorithm>
@@ -38,8 +38,8 @@
 #include <utility>
 #include <vector>
 
-#include <metagrad/detail/profiler.hpp>
-#include <metagrad/detail/profiler_report.hpp>
+#include <metagrad/runtime/profiler.hpp>
+#include <metagrad/runtime/profiler_report.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/types.hpp>
 

@@ -5,8 +5,9 @@
 #include <type_traits>
 #include <utility>
 
-#include <metagrad/detail/scan.hpp>
+#include <metagrad/static/scan.hpp>
 #include <metagrad/expr.hpp>
+#include <metagrad/unroll.hpp>
 
 namespace mg {
 
@@ -24,7 +25,7 @@ namespace mg {
 /// ```
 /// A step that holds constants (a literal such as 0.05, a captured double) is not unrolled: the
 /// loop becomes one node that runs the step N times, whose compile time does not grow with N
-/// (Note [Scan] in detail/scan.hpp). Its second derivatives are available on numbers. U says
+/// (Note [Scan] in static/scan.hpp). Its second derivatives are available on numbers. U says
 /// when to unroll a traced loop (mg::unroll).
 template <std::size_t N, unroll U = unroll::automatic, class Step, class State>
 constexpr auto repeat(Step&& step, State init) {

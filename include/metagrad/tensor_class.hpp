@@ -47,8 +47,8 @@
 #include <vector>
 
 #include <metagrad/call_site.hpp>
-#include <metagrad/detail/dispatch.hpp>
-#include <metagrad/detail/graph.hpp>
+#include <metagrad/core/dispatch.hpp>
+#include <metagrad/runtime/graph.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/types.hpp>
 
@@ -81,7 +81,7 @@ struct xarray_type;
 // printing a tensor, the hook functions, saved_variable's save and unpack, the allow-mutation
 // guard, the shape rules, and tensor members such as retain_grad and requires_grad_.
 // benchmarks/compile_time/eager_roots.py lists what a file that calls nothing still instantiates
-// and from where; MG_DETAIL_LAZY_ENGINE (detail/config.hpp) keeps a few sentinels lazy.
+// and from where; MG_DETAIL_LAZY_ENGINE (core/config.hpp) keeps a few sentinels lazy.
 template <int, class T>
 constexpr T& lazy(T& t) noexcept {
   return t;
@@ -107,14 +107,14 @@ using edge = detail::edge;
 }  // namespace autograd
 
 namespace detail {
-// One element read by tensor::item<T>() (<metagrad/detail/tensor_inline.hpp>).
+// One element read by tensor::item<T>() (<metagrad/runtime/tensor_inline.hpp>).
 struct item_value {
   double floating;
   std::int64_t integral;
   bool is_integral;
 };
 MG_API item_value item_of(const tensor_impl& t);
-// A C++ number type a tensor can be made of (<metagrad/detail/tensor_inline.hpp>).
+// A C++ number type a tensor can be made of (<metagrad/runtime/tensor_inline.hpp>).
 template <class T>
 concept Literal = std::is_arithmetic_v<T>;
 // A CPU tensor of `shape` and dtype `wanted` holding `values` (numel elements of dtype `stored`,
@@ -171,7 +171,7 @@ class tensor {
   ~tensor() { drop(std::move(impl_)); }
 
   // A C++ number or a nested list of them, read as libtorch reads literals (Note [Literal
-  // dtypes] in detail/tensor_inline.hpp): floating values give the default dtype, f32, integers
+  // dtypes] in runtime/tensor_inline.hpp): floating values give the default dtype, f32, integers
   // i64 and bools bool; or the dtype given: `mg::tensor({1.0, 2.0}, mg::f64)`. A list of integers
   // or bools converts explicitly only (`mg::tensor({2, 0})`), so that a braced list of indices
   // passed where a function also takes a std::vector<std::int64_t> stays that vector.
@@ -270,7 +270,7 @@ class tensor {
   explicit operator A() const { return to_xtensor<typename A::value_type>(); }
 
   // The members that record an operation take, last, the call site (Note [Call sites]). They
-  // are templates in name only (Note [Lazy members] in detail/tensor_members.hpp).
+  // are templates in name only (Note [Lazy members] in runtime/tensor_members.hpp).
   template <int = 0>
   tensor to(mg::dtype d, call_site site = {}) const;
   template <int = 0>
@@ -414,7 +414,7 @@ struct backward_options {
 };
 
 namespace detail {
-// The tensor family of detail::call, defined in runtime_ops.hpp; declared here so that every
+// The tensor family of detail::call, defined in runtime/apply.hpp; declared here so that every
 // op's function finds it wherever it is instantiated.
 template <class Op, class... X>
 tensor apply_in(tensor_family, const Op& op, const X&... x);

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include <metagrad/detail/sweep.hpp>
-#include <metagrad/detail/type_name.hpp>
+#include <metagrad/static/sweep.hpp>
+#include <metagrad/core/type_name.hpp>
 #include <metagrad/expr.hpp>
 #include <metagrad/ops/arithmetic.hpp>
 

@@ -5,10 +5,10 @@
 // shapes:
 // - fused: when f is `sum(elementwise expression)` and the array arguments share one shape,
 //   forward and backward run together in ONE loop over SIMD packs (xsimd through
-//   detail/simd.hpp); every intermediate lives in registers and each argument's gradient is
+//   core/simd.hpp); every intermediate lives in registers and each argument's gradient is
 //   written once. This is the loop one would write by hand.
 // - general: otherwise (broadcasting, sum along an axis, matmul, non-sum roots). Every maximal
-//   elementwise subtree is one region (Note [Regions] in detail/xt_region.hpp): one SIMD loop
+//   elementwise subtree is one region (Note [Regions] in xt/region.hpp): one SIMD loop
 //   forward, one backward, broadcasting between its inputs. The values of the regions and of
 //   the shaped ops are materialised once as xt::xarray, and broadcast gradients are summed back
 //   to each argument's shape.
@@ -23,11 +23,11 @@
 #include <xtensor/xarray.hpp>
 
 #include <metagrad/concepts.hpp>
-#include <metagrad/detail/simd.hpp>
-#include <metagrad/detail/xt_algebra.hpp>
-#include <metagrad/detail/xt_fused.hpp>
-#include <metagrad/detail/xt_region.hpp>
-#include <metagrad/detail/xt_transforms.hpp>
+#include <metagrad/core/simd.hpp>
+#include <metagrad/xt/algebra.hpp>
+#include <metagrad/xt/fused.hpp>
+#include <metagrad/xt/region.hpp>
+#include <metagrad/xt/transforms.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
 
@@ -47,7 +47,7 @@ struct evaluator_family_of<T> {
 // cst<A> holding a copy of the array (or of the xtensor expression, which refers to its own
 // operands). The families join (dispatch.hpp), the operators below win over xtensor's own, a
 // function of numbers holding such a constant is differentiated by the array evaluator
-// (constants_family), and a region takes the constant as one of its inputs (xt_region.hpp).
+// (constants_family), and a region takes the constant as one of its inputs (xt/region.hpp).
 template <class E>
 requires has_array_constant_v<E>
 struct constants_family<E> {
@@ -446,7 +446,7 @@ struct evaluator<xtensor_family> : tangent_transforms<xtensor_family> {
         value, outs);
   }
 
-  // See Note [Shaped boundaries] in xt_fused.hpp: the boundaries, one fused loop, the
+  // See Note [Shaped boundaries] in xt/fused.hpp: the boundaries, one fused loop, the
   // boundaries' backward; the general path when the shapes do not allow it.
   template <int Form, std::size_t... I, class E, class... A>
   static auto boundaries_or_general(const E& e, const A&... args) {
@@ -824,7 +824,7 @@ template <class L, class R>
 concept ArrayWithExpr = (XtExpr<L> && (Expr<R> || is_dual_v<std::remove_cvref_t<R>>)) ||
                         ((Expr<L> || is_dual_v<std::remove_cvref_t<L>>)&&XtExpr<R>);
 
-// A captured array becomes a captured_array (xt_region.hpp): a container of its elements whose
+// A captured array becomes a captured_array (xt/region.hpp): a container of its elements whose
 // type names no xtensor type as a template argument, so that argument-dependent lookup on an
 // expression holding it finds metagrad's functions only (xt::sum would otherwise compete with
 // mg::sum for `sum(y - mu)`).

@@ -1,4 +1,4 @@
-// Compile-fail cases of mg::repeat's loop node (Note [Scan] in detail/scan.hpp): what it does
+// Compile-fail cases of mg::repeat's loop node (Note [Scan] in static/scan.hpp): what it does
 // not support is rejected in one sentence. MG_COMPILE_FAIL picks the case; without it, the
 // well-formed twins build and run, checked against central differences.
 #include <cmath>

@@ -54,7 +54,7 @@ struct matvec_op {
 };
 
 // The same product, declaring what each gradient reads (Note [Wanted gradients] in
-// detail/sweep.hpp): dA reads x, dx reads A. A value that no wanted gradient reads arrives as a
+// static/sweep.hpp): dA reads x, dx reads A. A value that no wanted gradient reads arrives as a
 // stand-in with its shape only, and gradient_reading skips the gradients that read it; the
 // counters say which ran.
 int computed_da = 0, computed_dx = 0;

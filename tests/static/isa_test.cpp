@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include <metagrad/detail/isa.hpp>
+#include <metagrad/core/isa.hpp>
 
 #if MG_ISA_CHECK
 

@@ -1,4 +1,4 @@
-// Note [Scan] (detail/scan.hpp): mg::repeat with a step that holds constants (a literal, a
+// Note [Scan] (static/scan.hpp): mg::repeat with a step that holds constants (a literal, a
 // captured double) becomes one node that runs the step N times. Its value is the plain loop's,
 // its first and second derivatives match central differences, on numbers and arrays, for a
 // value state and a pair, nested loops, and two loops with the same step type.

@@ -1,4 +1,4 @@
-// The inline sine and cosine of SIMD packs (Note [Inline trigonometry] in detail/simd.hpp)
+// The inline sine and cosine of SIMD packs (Note [Inline trigonometry] in core/simd.hpp)
 // against std::sin and std::cos evaluated in long double, lane by lane: a dense grid, random
 // arguments up to the reduction limit, the neighbourhoods of multiples of pi/2 (where the
 // reduction cancels), signed zeros, and the arguments that take xsimd's path (beyond the limit,
@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include <metagrad/detail/simd.hpp>
+#include <metagrad/core/simd.hpp>
 
 namespace {
 

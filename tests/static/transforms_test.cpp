@@ -1,5 +1,5 @@
 // The static engine's function transforms beyond grad: jvp (forward mode, Note [Forward mode from
-// the local derivatives] in detail/sweep.hpp), vjp, jacobian and the Hessian matrix, on float64
+// the local derivatives] in static/sweep.hpp), vjp, jacobian and the Hessian matrix, on float64
 // numbers, each against central differences or against grad, first and second order.
 #include <cmath>
 #include <tuple>

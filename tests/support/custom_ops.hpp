@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include <metagrad/concepts.hpp>
-#include <metagrad/detail/config.hpp>
+#include <metagrad/core/config.hpp>
 #include <metagrad/grads.hpp>
 
 namespace mg_test {

@@ -1,5 +1,5 @@
 // mg::tensor on device cuda: the Thrust implementation of the runtime engine's backend (Note
-// [Device backends] in <metagrad/detail/backend.hpp>). Including this header registers it, with
+// [Device backends] in <metagrad/backend/backend.hpp>). Including this header registers it, with
 // the kernels of every built-in elementwise op; a user's op joins them through
 // mg::cuda::register_ops in the same translation unit.
 //
@@ -41,11 +41,11 @@
 #include <thrust/transform.h>
 
 #include <metagrad/concepts.hpp>
-#include <metagrad/detail/backend.hpp>
-#include <metagrad/detail/config.hpp>
-#include <metagrad/detail/element_kernels.hpp>
-#include <metagrad/detail/registry.hpp>
-#include <metagrad/detail/storage.hpp>
+#include <metagrad/backend/backend.hpp>
+#include <metagrad/core/config.hpp>
+#include <metagrad/backend/element_kernels.hpp>
+#include <metagrad/backend/registry.hpp>
+#include <metagrad/core/storage.hpp>
 #include <metagrad/ops.hpp>
 
 namespace mg::cuda {

@@ -5,7 +5,7 @@
 // holds only the constants and op attributes of the function (the 1 in `1 + x*x`, the exponent
 // of pow) and is trivially copyable, so it is captured by value in the functor and copied to the
 // device with it; the function object itself never runs there. Inside the functor the planned
-// sweep of <metagrad/detail/sweep.hpp> runs on plain numbers: forward, then (for gradients)
+// sweep of <metagrad/static/sweep.hpp> runs on plain numbers: forward, then (for gradients)
 // reverse, all in registers, so one thrust::transform is one fused kernel.
 #pragma once
 
@@ -25,8 +25,8 @@
 #include <thrust/tuple.h>
 
 #include <metagrad/concepts.hpp>
-#include <metagrad/detail/config.hpp>
-#include <metagrad/detail/sweep.hpp>
+#include <metagrad/core/config.hpp>
+#include <metagrad/static/sweep.hpp>
 #include <metagrad/static.hpp>
 
 namespace mg::cuda::detail {

@@ -7,11 +7,11 @@
 #include <type_traits>
 
 #include <metagrad/concepts.hpp>
-#include <metagrad/detail/broadcast.hpp>
-#include <metagrad/detail/config.hpp>
-#include <metagrad/detail/dispatch.hpp>
-#include <metagrad/detail/element_math.hpp>
-#include <metagrad/detail/storage.hpp>
+#include <metagrad/core/broadcast.hpp>
+#include <metagrad/core/config.hpp>
+#include <metagrad/core/dispatch.hpp>
+#include <metagrad/core/element_math.hpp>
+#include <metagrad/core/storage.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/ops/list.hpp>

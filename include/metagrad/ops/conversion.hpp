@@ -4,7 +4,7 @@
 #pragma once
 
 #include <metagrad/concepts.hpp>
-#include <metagrad/detail/algebra.hpp>
+#include <metagrad/core/algebra.hpp>
 #include <metagrad/ops/list.hpp>
 #include <metagrad/types.hpp>
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 
 #include <metagrad/concepts.hpp>
-#include <metagrad/detail/algebra.hpp>
-#include <metagrad/detail/dispatch.hpp>
-#include <metagrad/detail/shape_rules.hpp>
+#include <metagrad/core/algebra.hpp>
+#include <metagrad/core/dispatch.hpp>
+#include <metagrad/core/shape_rules.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/ops/arithmetic.hpp>
 #include <metagrad/ops/list.hpp>

@@ -3,7 +3,7 @@
 // checks that every op in them is a StaticOp; nothing else needs to name an op.
 #pragma once
 
-#include <metagrad/detail/type_list.hpp>
+#include <metagrad/core/type_list.hpp>
 
 namespace mg {
 

@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <vector>
 
-#include <metagrad/detail/shape_rules.hpp>
+#include <metagrad/core/shape_rules.hpp>
 #include <metagrad/ops/indexing.hpp>
 #include <metagrad/ops/shape.hpp>
 
-#include <metagrad/detail/dispatch.hpp>
+#include <metagrad/core/dispatch.hpp>
 #include <metagrad/ops/arithmetic.hpp>
 #include <metagrad/ops/math.hpp>
 #include <metagrad/ops/reductions.hpp>

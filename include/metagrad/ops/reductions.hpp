@@ -11,8 +11,8 @@
 #include <cstdint>
 
 #include <metagrad/concepts.hpp>
-#include <metagrad/detail/algebra.hpp>
-#include <metagrad/detail/dispatch.hpp>
+#include <metagrad/core/algebra.hpp>
+#include <metagrad/core/dispatch.hpp>
 #include <metagrad/ops/arithmetic.hpp>
 #include <metagrad/ops/comparison.hpp>
 #include <metagrad/ops/list.hpp>

@@ -25,9 +25,9 @@
 #include <vector>
 
 #include <metagrad/call_site.hpp>
-#include <metagrad/detail/graph.hpp>
-#include <metagrad/detail/runtime_ops.hpp>
-#include <metagrad/detail/shape_rules.hpp>
+#include <metagrad/runtime/graph.hpp>
+#include <metagrad/runtime/apply.hpp>
+#include <metagrad/core/shape_rules.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/ops/indexing.hpp>
 #include <metagrad/tensor_class.hpp>

@@ -1,0 +1,377 @@
+// The CPU backend of the runtime engine (Note [Device backends] in backend.hpp): the same
+// interface as a device backend, so no kernel of the engine asks which device it runs on.
+//
+// Elementwise kernels walk their index space row by row (the last dimension); a row whose
+// operands are contiguous or broadcast (stride 1 or 0) runs on SIMD packs (detail::pack over
+// xsimd), the rest element by element through element_kernels.hpp. An op whose body uses a
+// function packs lack says `static constexpr bool simd = false;` and runs on numbers only.
+//
+// Note [Accurate sums]: sums accumulate in double whatever the element type, each row in blocks
+// of 1024 elements with eight independent accumulators: a float32 sum of 3e7 elements is then
+// as accurate as its float64 counterpart (a running float sum was 30% off there).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <metagrad/concepts.hpp>
+#include <metagrad/backend/backend.hpp>
+#include <metagrad/backend/element_kernels.hpp>
+#include <metagrad/core/simd.hpp>
+#include <metagrad/core/storage.hpp>
+
+namespace mg::detail {
+
+// Calls row(off, n) for each row (the last dimension) of s; off[k] is operand k's element offset
+// at the row's start. A 0-d space is one row of one element.
+template <std::size_t K, class Row>
+void for_each_row(const nd_space& s, const std::array<const nd_operand*, K>& ops, Row&& row) {
+  std::array<std::int64_t, K> off{};
+  if (s.numel == 0) return;
+  if (s.rank <= 1) {
+    row(off, s.rank == 0 ? std::int64_t{1} : s.extents[0]);
+    return;
+  }
+  std::int64_t idx[max_rank] = {};
+  const int last = s.rank - 1;
+  for (;;) {
+    row(off, s.extents[last]);
+    int d = last - 1;
+    for (; d >= 0; --d) {
+      for (std::size_t k = 0; k < K; ++k) off[k] += ops[k]->strides[d];
+      if (++idx[d] < s.extents[d]) break;
+      for (std::size_t k = 0; k < K; ++k) off[k] -= ops[k]->strides[d] * s.extents[d];
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+inline std::int64_t inner_stride(const nd_space& s, const nd_operand& o) {
+  return s.rank == 0 ? 0 : o.strides[s.rank - 1];
+}
+
+// Note [nvcc and packs]: nvcc rejects SIMD types in the host-device functions the op bodies
+// instantiate (mg::grads' constructor: "contains a vector, which is not supported in device
+// code"), so a translation unit compiled by nvcc runs the CPU kernels on numbers. Both variants
+// compute the same values; the linker keeps one for the program.
+template <class Op, class T>
+inline constexpr bool vectorized_v =
+    !MG_NVCC && simd_enabled<Op>() &&
+    (std::is_same_v<T, float> ||
+     std::is_same_v<T, double>)&&std::is_same_v<forward_result_t<Op, T>, T>;
+
+template <class T>
+MG_INLINE pack<T> pack_at(const T* p, std::int64_t stride, std::int64_t i) {
+  return stride ? pack<T>::load(p + i) : pack<T>(p[0]);
+}
+
+template <bool Saved, class T>
+MG_INLINE auto saved_pack(const T* p, std::int64_t stride, std::int64_t i) {
+  if constexpr (Saved) {
+    return pack_at(p, stride, i);
+  } else {
+    return not_saved{};
+  }
+}
+
+template <class Op, class T, std::size_t... k>
+std::int64_t forward_packs(const Op& op, T* out, const T* const* p, const std::int64_t* st,
+                           std::int64_t n, std::index_sequence<k...>) {
+  using P = pack<T>;
+  std::int64_t i = 0;
+  for (; i + static_cast<std::int64_t>(P::size) <= n; i += P::size)
+    P(op.forward(pack_at(p[k], st[k], i)...)).store(out + i);
+  return i;
+}
+
+template <class Op, class T, std::size_t... k>
+std::int64_t backward_packs(const Op& op, const T* const* p, const std::int64_t* st, const T* py,
+                            std::int64_t sy, const T* pg, std::int64_t sg, T* const* gp,
+                            std::int64_t n, std::index_sequence<k...>) {
+  using P = pack<T>;
+  std::int64_t i = 0;
+  for (; i + static_cast<std::int64_t>(P::size) <= n; i += P::size) {
+    const auto b = op.backward(saved_pack<saves_inputs_v<Op>>(p[k], st[k], i)...,
+                               saved_pack<saves_output_v<Op>>(py, sy, i), pack_at(pg, sg, i));
+    (
+        [&] {
+          if constexpr (!std::is_same_v<component_t<k, decltype(b)>, no_grad>) {
+            if (gp[k]) P(component<k>(b)).store(gp[k] + i);
+          }
+        }(),
+        ...);
+  }
+  return i;
+}
+
+template <class Op, class T>
+void cpu_forward_typed(const Op& op, const nd_space& s, const nd_operand& out,
+                       const nd_operand* in) {
+  constexpr std::size_t N = op_arity<Op>();
+  using R = forward_result_t<Op, T>;
+  std::array<const nd_operand*, N + 1> ops{&out};
+  for (std::size_t k = 0; k < N; ++k) ops[k + 1] = &in[k];
+  std::int64_t st[N];
+  for (std::size_t k = 0; k < N; ++k) st[k] = inner_stride(s, in[k]);
+  const std::int64_t so = inner_stride(s, out);
+  for_each_row(s, ops, [&](const std::array<std::int64_t, N + 1>& off, std::int64_t n) {
+    std::int64_t i = 0;
+    if constexpr (vectorized_v<Op, T>) {
+      bool packed = so == 1;
+      for (std::size_t k = 0; k < N; ++k) packed = packed && (st[k] == 0 || st[k] == 1);
+      if (packed) {
+        const T* p[N];
+        for (std::size_t k = 0; k < N; ++k) p[k] = static_cast<const T*>(in[k].data) + off[k + 1];
+        i = forward_packs(op, static_cast<T*>(out.data) + off[0], p, st, n,
+                          std::make_index_sequence<N>{});
+      }
+    }
+    std::int64_t o[N];
+    for (; i < n; ++i) {
+      for (std::size_t k = 0; k < N; ++k) o[k] = off[k + 1] + i * st[k];
+      forward_element<Op, T>(op, out, off[0] + i * so, in, o, std::make_index_sequence<N>{});
+    }
+  });
+  (void)sizeof(R);
+}
+
+template <class Op, class T>
+void cpu_backward_typed(const Op& op, const nd_space& s, const nd_operand* in, const nd_operand& y,
+                        const nd_operand& g, const nd_operand* grads) {
+  constexpr std::size_t N = op_arity<Op>();
+  constexpr std::size_t K = 2 * N + 2;  // inputs, y, g, gradients
+  std::array<const nd_operand*, K> ops{};
+  for (std::size_t k = 0; k < N; ++k) ops[k] = &in[k];
+  ops[N] = &y;
+  ops[N + 1] = &g;
+  for (std::size_t k = 0; k < N; ++k) ops[N + 2 + k] = &grads[k];
+  std::int64_t st[K];
+  for (std::size_t k = 0; k < K; ++k) st[k] = inner_stride(s, *ops[k]);
+  for_each_row(s, ops, [&](const std::array<std::int64_t, K>& off, std::int64_t n) {
+    std::int64_t i = 0;
+    if constexpr (vectorized_v<Op, T>) {
+      bool packed = true;
+      for (std::size_t k = 0; k < N + 2; ++k) packed = packed && (st[k] == 0 || st[k] == 1);
+      for (std::size_t k = 0; k < N; ++k) packed = packed && (!grads[k].data || st[N + 2 + k] == 1);
+      if (packed) {
+        const T* p[N];
+        T* gp[N];
+        for (std::size_t k = 0; k < N; ++k) {
+          p[k] = in[k].data ? static_cast<const T*>(in[k].data) + off[k] : nullptr;
+          gp[k] = grads[k].data ? static_cast<T*>(grads[k].data) + off[N + 2 + k] : nullptr;
+        }
+        const T* py = y.data ? static_cast<const T*>(y.data) + off[N] : nullptr;
+        i = backward_packs(op, p, st, py, st[N], static_cast<const T*>(g.data) + off[N + 1],
+                           st[N + 1], gp, n, std::make_index_sequence<N>{});
+      }
+    }
+    std::int64_t o[N], go[N];
+    for (; i < n; ++i) {
+      for (std::size_t k = 0; k < N; ++k) {
+        o[k] = off[k] + i * st[k];
+        go[k] = off[N + 2 + k] + i * st[N + 2 + k];
+      }
+      const T gv = static_cast<const T*>(g.data)[off[N + 1] + i * st[N + 1]];
+      backward_element<Op, T>(op, in, o, y, off[N] + i * st[N], gv, grads, go,
+                              std::make_index_sequence<N>{});
+    }
+  });
+}
+
+template <class Op>
+void cpu_forward(const void* op, dtype value, const nd_space& s, const nd_operand& out,
+                 const nd_operand* in) {
+  dispatch_floating(value, [&]<class T>(std::type_identity<T>) {
+    cpu_forward_typed<Op, T>(*static_cast<const Op*>(op), s, out, in);
+  });
+}
+
+template <class Op>
+void cpu_backward(const void* op, dtype value, const nd_space& s, const nd_operand* in,
+                  const nd_operand& y, const nd_operand& g, const nd_operand* grads) {
+  if constexpr (is_differentiable<Op>()) {
+    dispatch_floating(value, [&]<class T>(std::type_identity<T>) {
+      cpu_backward_typed<Op, T>(*static_cast<const Op*>(op), s, in, y, g, grads);
+    });
+  }
+}
+
+template <class Op>
+inline constexpr elementwise_kernels cpu_kernels{&cpu_forward<Op>, &cpu_backward<Op>};
+
+// ---- the backend table -------------------------------------------------------------------------
+
+inline constexpr std::size_t cpu_alignment = 64;
+
+inline void* cpu_allocate(std::size_t nbytes) {
+  return ::operator new (nbytes, std::align_val_t{cpu_alignment});
+}
+inline void cpu_release(void* p) { ::operator delete (p, std::align_val_t{cpu_alignment}); }
+inline void cpu_memcpy(void* dst, const void* src, std::size_t nbytes) {
+  std::memcpy(dst, src, nbytes);
+}
+
+inline void cpu_fill(void* dst, dtype d, std::int64_t n, double value) {
+  dispatch(d, [&]<class T>(std::type_identity<T>) {
+    std::fill_n(static_cast<T*>(dst), n, static_cast<T>(value));
+  });
+}
+
+inline void cpu_copy(const nd_space& s, dtype out_t, const nd_operand& out, dtype in_t,
+                     const nd_operand& in) {
+  dispatch(out_t, [&]<class O>(std::type_identity<O>) {
+    dispatch(in_t, [&]<class I>(std::type_identity<I>) {
+      O* o = static_cast<O*>(out.data);
+      const I* x = static_cast<const I*>(in.data);
+      const std::int64_t so = inner_stride(s, out), si = inner_stride(s, in);
+      for_each_row<2>(s, {&out, &in}, [&](const std::array<std::int64_t, 2>& off, std::int64_t n) {
+        O* oo = o + off[0];
+        const I* xx = x + off[1];
+        if (so == 1 && si == 1) {
+          for (std::int64_t i = 0; i < n; ++i) oo[i] = static_cast<O>(xx[i]);
+        } else {
+          for (std::int64_t i = 0; i < n; ++i) oo[i * so] = static_cast<O>(xx[i * si]);
+        }
+      });
+    });
+  });
+}
+
+// The sum of n elements p[0], p[stride], ... in double. See Note [Accurate sums].
+template <class T>
+double row_sum(const T* p, std::int64_t stride, std::int64_t n) {
+  double total = 0;
+  for (std::int64_t b = 0; b < n; b += 1024) {
+    const std::int64_t m = std::min<std::int64_t>(1024, n - b);
+    const T* q = p + b * stride;
+    double a[8] = {};
+    std::int64_t i = 0;
+    if (stride == 1) {
+      for (; i + 8 <= m; i += 8)
+        for (int j = 0; j < 8; ++j) a[j] += static_cast<double>(q[i + j]);
+    }
+    for (; i < m; ++i) a[i & 7] += static_cast<double>(q[i * stride]);
+    total += ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  }
+  return total;
+}
+
+// The reductions of the CPU backend: how each starts, combines and reads a row.
+struct sum_reduction {
+  template <class T>
+  using acc = double;
+  template <class T>
+  static double init() {
+    return 0.0;
+  }
+  static double combine(double a, double b) { return a + b; }
+  template <class T>
+  static double row(const T* p, std::int64_t stride, std::int64_t n) {
+    return row_sum(p, stride, n);
+  }
+};
+struct prod_reduction {
+  template <class T>
+  using acc = double;
+  template <class T>
+  static double init() {
+    return 1.0;
+  }
+  static double combine(double a, double b) { return a * b; }
+  template <class T>
+  static double row(const T* p, std::int64_t stride, std::int64_t n) {
+    double r = 1.0;
+    for (std::int64_t i = 0; i < n; ++i) r *= static_cast<double>(p[i * stride]);
+    return r;
+  }
+};
+template <bool Max>
+struct extreme_reduction {
+  template <class T>
+  using acc = T;
+  template <class T>
+  static T init() {
+    if constexpr (std::numeric_limits<T>::has_infinity) {
+      return Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    } else {
+      return Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+    }
+  }
+  template <class T>
+  static T combine(T a, T b) {
+    return pick_extreme<Max>(a, b);
+  }
+  template <class T>
+  static T row(const T* p, std::int64_t stride, std::int64_t n) {
+    T r = init<T>();
+    for (std::int64_t i = 0; i < n; ++i) r = combine(r, p[i * stride]);
+    return r;
+  }
+};
+
+template <class R>
+void cpu_reduce(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t reduced, void* out) {
+  // acc has one accumulator per output element; `o` walks it: contiguous strides over the kept
+  // dimensions, 0 along the reduced ones.
+  nd_operand o;
+  std::int64_t n_out = 1;
+  for (int k = s.rank - 1; k >= 0; --k) {
+    if ((reduced >> k) & 1u) {
+      o.strides[k] = 0;
+    } else {
+      o.strides[k] = n_out;
+      n_out *= s.extents[k];
+    }
+  }
+  dispatch(d, [&]<class T>(std::type_identity<T>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      fail("reduce: a bool tensor; convert it first, e.g. with .to(mg::f32)");
+    } else {
+      using A = typename R::template acc<T>;
+      std::vector<A> acc(static_cast<std::size_t>(n_out), R::template init<T>());
+      o.data = acc.data();
+      const std::int64_t so = inner_stride(s, o), sx = inner_stride(s, x);
+      const T* p = static_cast<const T*>(x.data);
+      for_each_row<2>(s, {&o, &x}, [&](const std::array<std::int64_t, 2>& off, std::int64_t n) {
+        A* a = acc.data() + off[0];
+        if (so == 0) {
+          *a = R::combine(*a, static_cast<A>(R::row(p + off[1], sx, n)));
+        } else {
+          const T* q = p + off[1];
+          for (std::int64_t i = 0; i < n; ++i) a[i] = R::combine(a[i], static_cast<A>(q[i * sx]));
+        }
+      });
+      T* r = static_cast<T*>(out);
+      for (std::int64_t i = 0; i < n_out; ++i)
+        r[i] = static_cast<T>(acc[static_cast<std::size_t>(i)]);
+    }
+  });
+}
+
+inline void cpu_sum(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t reduced,
+                    void* out) {
+  cpu_reduce<sum_reduction>(d, s, x, reduced, out);
+}
+
+inline constexpr backend cpu_backend{"cpu",
+                                     &cpu_allocate,
+                                     &cpu_release,
+                                     &cpu_memcpy,
+                                     &cpu_memcpy,
+                                     &cpu_fill,
+                                     &cpu_copy,
+                                     &cpu_sum,
+                                     &cpu_reduce<prod_reduction>,
+                                     &cpu_reduce<extreme_reduction<true>>,
+                                     &cpu_reduce<extreme_reduction<false>>};
+
+}  // namespace mg::detail

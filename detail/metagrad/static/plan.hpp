@@ -1,0 +1,284 @@
+// Compile-time planning of a static expression: every distinct subexpression gets one value
+// slot, slots are numbered in topological order, and each slot knows its children and its uses.
+//
+// Note [Slot identity]: a subtree whose type carries no run-time state (leaves arg<I>, ops with
+// no attributes) is fully determined by its type, so equal types share one slot however often
+// they occur: `t = x*y; t + sin(t)` computes x*y once. A subtree holding a constant or an op
+// attribute (the 2 in pow(x, 2)) gets one slot per occurrence, because two occurrences of the
+// same type may hold different numbers. That is always correct; it only shares less.
+//
+// Note [Planning on the DAG]: the expression is a tree of types in which a subexpression used
+// twice occurs twice (`t = sin(t) * x + t`, unrolled 16 times, has 2^16 occurrences of the first
+// step but 49 distinct types). Planning therefore never enumerates occurrences of stateless
+// subtrees:
+//   1. distinct_t<E> lists the distinct types of E, children before parents, in the order of
+//      their first occurrence (a merge per distinct type: the compiler memoises each);
+//   2. type_table describes each distinct type by indices into that list (arity, statelessness,
+//      children);
+//   3. make_plan walks the tree from the root as a constexpr loop over those indices, entering a
+//      stateless type once and a stateful one at each occurrence; slots come out in post-order of
+//      first occurrences. A stateful slot knows its parent slot and its position there, which is
+//      how the sweep reaches its run-time state (object<s>).
+// Work and storage grow with the distinct types plus the occurrences of stateful subtrees; an
+// expression that repeats a stateful subtree exponentially often is refused with a static_assert.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <metagrad/core/config.hpp>
+#include <metagrad/core/tuple.hpp>
+#include <metagrad/core/type_list.hpp>
+#include <metagrad/expr.hpp>
+
+namespace mg::detail {
+
+template <class E>
+struct tree_info;
+
+template <std::size_t I>
+struct tree_info<arg<I>> {
+  static constexpr std::size_t count = 1, arity = 0, max_arity = 0;
+  static constexpr bool stateless = true;
+};
+template <class T>
+struct tree_info<cst<T>> {
+  static constexpr std::size_t count = 1, arity = 0, max_arity = 0;
+  static constexpr bool stateless = stateless_v<cst<T>>;  // cst<known<V>>
+};
+template <class Op, class... A>
+struct tree_info<node<Op, A...>> {
+  static constexpr std::size_t count = 1 + (tree_info<A>::count + ... + 0);  // occurrences
+  static constexpr std::size_t arity = sizeof...(A);
+  static constexpr std::size_t max_arity = std::max({arity, tree_info<A>::max_arity...});
+  static constexpr bool stateless = stateless_v<node<Op, A...>>;
+};
+
+// ---- 1. the distinct types ----------------------------------------------------------------------
+
+template <class L, class X>
+struct push_unique;
+template <class... T, class X>
+struct push_unique<type_list<T...>, X> {
+  using type =
+      std::conditional_t<(std::is_same_v<T, X> || ...), type_list<T...>, type_list<T..., X>>;
+};
+template <class L, class M>
+struct merge_unique {
+  using type = L;
+};
+template <class L, class X, class... R>
+struct merge_unique<L, type_list<X, R...>>
+    : merge_unique<typename push_unique<L, X>::type, type_list<R...>> {};
+
+template <class E>
+struct distinct {
+  using type = type_list<E>;  // a leaf
+};
+template <class L, class... M>
+struct merge_all {
+  using type = L;
+};
+template <class L, class M, class... R>
+struct merge_all<L, M, R...> : merge_all<typename merge_unique<L, M>::type, R...> {};
+template <class Op, class... A>
+struct distinct<node<Op, A...>> {
+  using type =
+      typename push_unique<typename merge_all<type_list<>, typename distinct<A>::type...>::type,
+                           node<Op, A...>>::type;
+};
+template <class E>
+using distinct_t = typename distinct<E>::type;
+
+template <class X, class... T>
+constexpr std::size_t index_in(type_list<T...>) {
+  std::size_t i = 0, r = sizeof...(T);
+  ((r = std::is_same_v<X, T> ? i : r, ++i), ...);
+  return r;
+}
+
+template <std::size_t i, class L>
+struct type_at;
+template <std::size_t i, class... T>
+struct type_at<i, type_list<T...>> {
+  using type = std::tuple_element_t<i, std::tuple<T...>>;
+};
+
+// ---- 2. what each distinct type is
+// ---------------------------------------------------------------
+
+template <class L, std::size_t K>
+struct type_table;
+template <class... T, std::size_t K>
+struct type_table<type_list<T...>, K> {
+  static constexpr std::size_t n = sizeof...(T);
+  struct row {
+    std::size_t arity = 0;
+    bool stateless = true;
+    std::array<std::size_t, K> child{};
+  };
+  template <class X>
+  static constexpr row row_of() {
+    row r{tree_info<X>::arity, tree_info<X>::stateless, {}};
+    if constexpr (tree_info<X>::arity > 0) {
+      [&]<class Op, class... A>(std::type_identity<node<Op, A...>>) {
+        std::size_t k = 0;
+        ((r.child[k++] = index_in<A>(type_list<T...>{})), ...);
+      }(std::type_identity<X>{});
+    }
+    return r;
+  }
+  static constexpr std::array<row, n> rows = {row_of<T>()...};
+  // slots needed: one per stateless type, one per occurrence of a stateful one (saturating)
+  static constexpr std::size_t slots = [] {
+    std::array<std::size_t, n> inside{};  // stateful occurrences in the tree of type d
+    std::size_t stateless = 0;
+    for (std::size_t d = 0; d < n; ++d) {
+      if (rows[d].stateless) {
+        ++stateless;
+        continue;
+      }
+      std::size_t c = 1;
+      for (std::size_t k = 0; k < rows[d].arity; ++k) c += inside[rows[d].child[k]];
+      inside[d] = std::min<std::size_t>(c, std::size_t{1} << 20);
+    }
+    return stateless + inside[n - 1];
+  }();
+};
+
+// ---- 3. the slots
+// --------------------------------------------------------------------------------
+
+inline constexpr std::size_t max_slots = 4096;
+
+template <std::size_t N, std::size_t K>
+struct plan_data {
+  std::size_t nslots = 0;
+  std::array<std::size_t, N> type{};    // slot -> index in distinct_t<E>
+  std::array<std::size_t, N> parent{};  // stateful slots: the slot of the node holding it
+  std::array<std::size_t, N> pos{};     // ... and its position among that node's children
+  std::array<bool, N> stateless{};
+  std::array<std::size_t, N> nchild{};
+  std::array<std::array<std::size_t, K>, N> child{};
+  // uses of slot s: edges [use_begin[s], use_begin[s+1]) of (use_p, use_k)
+  std::array<std::size_t, N + 1> use_begin{};
+  std::array<std::size_t, N * K + 1> use_p{}, use_k{};
+};
+
+template <class table, std::size_t K>
+constexpr auto make_plan_rows();
+
+template <class E>
+constexpr auto make_plan() {
+  using L = distinct_t<E>;
+  constexpr std::size_t K = tree_info<E>::max_arity == 0 ? 1 : tree_info<E>::max_arity;
+  using table = type_table<L, K>;
+  static_assert(table::slots <= max_slots,
+                "metagrad: this expression repeats a subexpression that holds constants too many "
+                "times to plan (each repetition is planned apart): write the loop as "
+                "mg::repeat<N>(step, state), or pass those constants as arguments");
+  if constexpr (table::slots > max_slots) {
+    // after the assertion, no plan of a million slots to evaluate: a plan of the first distinct
+    // type alone (a leaf), which the sweep evaluates without further errors
+    plan_data<1, 1> p{};
+    p.nslots = 1;
+    p.stateless[0] = tree_info<typename type_at<0, L>::type>::stateless;
+    return p;
+  } else {
+    return make_plan_rows<table, K>();
+  }
+}
+
+template <class table, std::size_t K>
+constexpr auto make_plan_rows() {
+  constexpr std::size_t N = table::slots;
+  constexpr std::size_t D = table::n;
+  constexpr auto& rows = table::rows;
+  plan_data<N, K> d{};
+  // Depth-first from the root, post-order; a stateless type becomes a slot at its first visit.
+  std::array<std::size_t, D> slot_of_type{};
+  for (auto& s : slot_of_type) s = N;
+  struct frame {
+    std::size_t type = 0, next = 0;
+    std::array<std::size_t, K> kids{};
+  };
+  std::array<frame, D + 1> stack{};  // a path from the root repeats no type
+  std::size_t top = 0;
+  stack[0].type = D - 1;
+  for (;;) {
+    frame& f = stack[top];
+    const auto& r = rows[f.type];
+    if (f.next < r.arity) {
+      const std::size_t c = r.child[f.next];
+      if (rows[c].stateless && slot_of_type[c] != N) {
+        f.kids[f.next++] = slot_of_type[c];
+      } else {
+        stack[++top] = frame{c, 0, {}};
+      }
+      continue;
+    }
+    const std::size_t s = d.nslots++;
+    d.type[s] = f.type;
+    d.stateless[s] = r.stateless;
+    d.nchild[s] = r.arity;
+    d.parent[s] = N;
+    for (std::size_t k = 0; k < r.arity; ++k) {
+      d.child[s][k] = f.kids[k];
+      if (!d.stateless[f.kids[k]]) {
+        d.parent[f.kids[k]] = s;
+        d.pos[f.kids[k]] = k;
+      }
+    }
+    if (r.stateless) slot_of_type[f.type] = s;
+    if (top == 0) break;
+    --top;
+    stack[top].kids[stack[top].next++] = s;
+  }
+  // Uses, grouped by the slot used; within a group in decreasing consumer order.
+  std::array<std::size_t, N + 1> count{};
+  for (std::size_t p = 0; p < d.nslots; ++p)
+    for (std::size_t k = 0; k < d.nchild[p]; ++k) ++count[d.child[p][k] + 1];
+  for (std::size_t s = 0; s < d.nslots; ++s) count[s + 1] += count[s];
+  d.use_begin = count;
+  for (std::size_t p = d.nslots; p-- > 0;)
+    for (std::size_t k = 0; k < d.nchild[p]; ++k) {
+      const std::size_t e = count[d.child[p][k]]++;
+      d.use_p[e] = p;
+      d.use_k[e] = k;
+    }
+  return d;
+}
+
+template <class E>
+inline constexpr auto plan_v = make_plan<E>();
+
+// The expression type of slot s.
+template <class E, std::size_t s>
+using slot_expr_t = typename type_at<plan_v<E>.type[s], distinct_t<E>>::type;
+
+// The object of stateful slot s inside the expression e: a chain of member accesses from the
+// root. (Stateless slots carry no state: their type is all there is.)
+template <std::size_t s, class E>
+MG_HD MG_INLINE constexpr const auto& object(const E& e) {
+  if constexpr (s + 1 == plan_v<E>.nslots) {
+    return e;
+  } else {
+    return at<plan_v<E>.pos[s]>(object<plan_v<E>.parent[s]>(e).args);  // a stateful child
+  }
+}
+
+// The slot holding leaf arg<I>, or nslots when the expression does not use argument I.
+template <class E, std::size_t I>
+constexpr std::size_t slot_of_arg() {
+  constexpr auto& d = plan_v<E>;
+  constexpr std::size_t t = index_in<arg<I>>(distinct_t<E>{});
+  for (std::size_t s = 0; s < d.nslots; ++s)
+    if (d.type[s] == t) return s;
+  return d.nslots;
+}
+
+}  // namespace mg::detail

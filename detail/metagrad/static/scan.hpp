@@ -1,0 +1,740 @@
+// mg::repeat's scan node: a fixed-length loop whose step holds constants, as one node.
+//
+// Note [Scan]: mg::repeat<N>(step, init) on expressions unrolls the loop when its step carries
+// no run-time state: the planner then shares the steps' common subexpressions by type and
+// fuses them (Note [Planning on the DAG] in plan.hpp). A step holding a constant (a literal
+// 0.05, a captured double, the exponent of pow) cannot be shared by type (Note [Slot
+// identity]), so unrolled, its tree of occurrences would be planned: exponential in N. Such a
+// loop becomes one node instead:
+//   1. the step is traced once on symbolic state leaves, arg<A + j> for state component j. A is
+//      first 2^24, then one past every argument index that trace read, so the leaves of an
+//      enclosing loop's state (themselves arguments of that loop's step) are told apart;
+//   2. the body's other leaves (the function's arguments it captured, maybe an enclosing loop's
+//      state) become the node's first K children, and the initial state its next M; the body is
+//      renamed to read caps as arg<0..K-1> and the state as arg<K..K+M-1>;
+//   3. the node, scan_op<N, K, M, J, Body...>, holds the body (its constants included) and
+//      yields state component J after N steps. Forward runs the body N times through the
+//      family's own evaluator (plain sweeps on numbers, the array evaluator on xtensor arrays);
+//      backward runs the forward again keeping the N states, then the body's vector-Jacobian
+//      product N times in reverse, summing the captured arguments' gradients.
+// Compile time is that of one step, whatever N. Second derivatives on numbers (mg::hessian,
+// grad of grad): backward on expressions yields scan_vjp_op nodes; their own backward is a
+// Hessian-vector product, computed by forward mode through the reverse loop with the body's
+// symbolic gradient (the symmetry of second derivatives turns the one tangent into the row
+// that reverse mode asks for).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <metagrad/static/plan.hpp>
+#include <metagrad/static/sweep.hpp>
+#include <metagrad/core/tuple.hpp>
+#include <metagrad/core/type_list.hpp>
+#include <metagrad/error.hpp>
+#include <metagrad/expr.hpp>
+#include <metagrad/grads.hpp>
+#include <metagrad/static/evaluator.hpp>
+#include <metagrad/unroll.hpp>
+
+namespace mg::detail {
+
+inline constexpr std::size_t scan_first_base = std::size_t{1} << 24;
+
+// ---- the state, as symbolic leaves and as values ----------------------------------------------
+
+template <class S>
+concept scan_tuple = requires {
+  std::tuple_size<std::remove_cvref_t<S>>::value;
+};
+
+template <class S>
+constexpr std::size_t state_size() {
+  if constexpr (scan_tuple<S>) {
+    return std::tuple_size_v<std::remove_cvref_t<S>>;
+  } else {
+    return 1;
+  }
+}
+
+// Component j of a state (the state itself when it is one value).
+template <std::size_t j, class S>
+constexpr decltype(auto) state_component(S&& s) {
+  if constexpr (scan_tuple<S>) {
+    return std::get<j>(std::forward<S>(s));
+  } else {
+    return std::forward<S>(s);
+  }
+}
+
+// A state shaped like S (a value, a pair or a tuple) of the given components.
+template <class S, class... C>
+constexpr auto state_like(C... c) {
+  if constexpr (!scan_tuple<S>) {
+    return (c, ...);
+  } else if constexpr (requires { typename std::remove_cvref_t<S>::first_type; }) {
+    return std::pair<C...>{std::move(c)...};
+  } else {
+    return std::tuple<C...>{std::move(c)...};
+  }
+}
+
+template <std::size_t Base, class S, std::size_t... j>
+constexpr auto symbolic_state(std::index_sequence<j...>) {
+  return state_like<S>(arg<Base + j>{}...);
+}
+
+// The body of the step traced at base A: one expression per state component.
+template <std::size_t A, class S, class Step, std::size_t... j>
+constexpr auto trace_body(Step& step, std::index_sequence<j...> seq) {
+  auto r = step(symbolic_state<A, S>(seq));
+  static_assert(state_size<decltype(r)>() == sizeof...(j),
+                "metagrad: mg::repeat's step must return a state with as many values as it "
+                "takes");
+  return std::tuple{as_expr(state_component<j>(std::move(r)))...};
+}
+template <std::size_t A, class S, class Step>
+using body_t =
+    decltype(trace_body<A, S>(std::declval<Step&>(), std::make_index_sequence<state_size<S>()>{}));
+
+// ---- which arguments the body reads, and its renaming ------------------------------------------
+
+template <class... T>
+constexpr std::size_t arg_end(type_list<T...>) {
+  std::size_t m = 0;
+  ((m = is_arg_v<T> && arg_index_v<T> + 1 > m ? arg_index_v<T> + 1 : m), ...);
+  return m;
+}
+
+template <class Tuple>
+struct body_types;
+template <class... B>
+struct body_types<std::tuple<B...>> {
+  using type = typename merge_all<type_list<>, distinct_t<B>...>::type;
+};
+
+template <std::size_t Below, class... T>
+constexpr auto outer_args(type_list<T...>) {
+  struct set {
+    std::array<std::size_t, sizeof...(T) + 1> v{};
+    std::size_t n = 0;
+  } r;
+  ((is_arg_v<T> && arg_index_v<T> < Below ? void(r.v[r.n++] = arg_index_v<T>) : void()), ...);
+  std::sort(r.v.begin(), r.v.begin() + r.n);
+  r.n = static_cast<std::size_t>(std::unique(r.v.begin(), r.v.begin() + r.n) - r.v.begin());
+  return r;
+}
+template <std::size_t Below, class L, std::size_t... k>
+constexpr auto outer_seq(std::index_sequence<k...>) {
+  return std::index_sequence<outer_args<Below>(L{}).v[k]...>{};
+}
+template <std::size_t Below, class L>
+using outer_seq_t =
+    decltype(outer_seq<Below, L>(std::make_index_sequence<outer_args<Below>(L{}).n>{}));
+
+// arg<i> of the traced body -> arg<to(i)> of the scan body: caps first, then the state.
+template <std::size_t Base, std::size_t K, class Outer>
+struct renaming;
+template <std::size_t Base, std::size_t K, std::size_t... O>
+struct renaming<Base, K, std::index_sequence<O...>> {
+  static constexpr std::size_t to(std::size_t i) {
+    if (i >= Base) return K + (i - Base);
+    std::size_t k = 0, r = 0;
+    ((r = O == i ? k : r, ++k), ...);
+    return r;
+  }
+};
+
+template <class Map, class E>
+struct renamed {
+  using type = E;  // constants
+};
+template <class Map, std::size_t I>
+struct renamed<Map, arg<I>> {
+  using type = arg<Map::to(I)>;
+};
+template <class Map, class Op, class... A>
+struct renamed<Map, node<Op, A...>> {
+  using type = node<Op, typename renamed<Map, A>::type...>;
+};
+
+template <class Map, std::size_t I>
+constexpr auto rename(const arg<I>&) {
+  return typename renamed<Map, arg<I>>::type{};
+}
+template <class Map, class T>
+constexpr auto rename(const cst<T>& c) {
+  return c;
+}
+template <class Map, class Op, class... A>
+constexpr auto rename(const node<Op, A...>& e) {
+  if constexpr (stateless_v<node<Op, A...>>) {
+    return typename renamed<Map, node<Op, A...>>::type{};  // its type is all of it
+  } else {
+    return [&]<std::size_t... j>(std::index_sequence<j...>) {
+      return assemble(e.op, rename<Map>(child<j>(e))...);
+    }
+    (std::index_sequence_for<A...>{});
+  }
+}
+
+// ---- evaluating the body ----------------------------------------------------------------------
+
+template <class... V>
+inline constexpr bool all_numbers_v = (std::is_arithmetic_v<std::remove_cvref_t<V>> && ...);
+
+template <class E, class... V>
+struct plain_eval {
+  using Args = tuple<V...>;
+  using R = typename sweep_types<E, Args, plain_policy, int>::template val_t<plan_v<E>.nslots - 1>;
+  using S = sweep<E, Args, plain_policy, R>;
+};
+
+// The body expression b as a function to trace: it ignores its symbolic arguments.
+template <class B>
+struct constant_function {
+  const B* b;
+  template <class... A>
+  const B& operator()(const A&...) const {
+    return *b;
+  }
+};
+
+template <class... V>
+void require_scan_family() {
+  static_assert(all_numbers_v<V...> || HasEvaluator<evaluator_family_t<V...>>,
+                "metagrad: mg::repeat with a step holding constants runs on numbers and xtensor "
+                "arrays (on mg::tensor it is a plain loop)");
+}
+
+// Is b, at numbers v..., evaluated by plain sweeps? Unless it holds an array it captured (Note
+// [Captured arrays]): then by the array evaluator of its family, and its value is a number again.
+template <class B, class... V>
+using body_family_t = typename refine_family<
+    std::conditional_t<all_numbers_v<V...>, scalar_family, evaluator_family_t<V...>>,
+    constant_function<B>, sizeof...(V)>::type;
+template <class B, class... V>
+inline constexpr bool plain_body_v =
+    all_numbers_v<V...>&& std::is_same_v<body_family_t<B, V...>, scalar_family>;
+
+// b's value at v... (caps, then state).
+template <class B, class... V>
+auto body_value(const B& b, const V&... v) {
+  require_scan_family<V...>();
+  if constexpr (plain_body_v<B, V...>) {
+    using P = plain_eval<B, V...>;
+    const typename P::Args a{{v}...};
+    typename P::S s(b, a);
+    s.forward();
+    return typename P::R(s.result());
+  } else if constexpr (all_numbers_v<V...>) {
+    const auto r = evaluator<body_family_t<B, V...>>::value(constant_function<B>{&b}, v...);
+    if (r.dimension() != 0)
+      fail("mg::repeat: a step on a number state returned an array of ", r.size(),
+           " elements; make the state an array, or reduce the step's value to a number (sum)");
+    return std::common_type_t<V...>(r());
+  } else {
+    return evaluator<evaluator_family_t<V...>>::value(constant_function<B>{&b}, v...);
+  }
+}
+
+// The gradient of seed * b (of sum(seed * b) on arrays) w.r.t. every v: a std::tuple.
+template <class B, class Seed, class... V>
+auto body_vjp(const B& b, const Seed& seed, const V&... v) {
+  if constexpr (plain_body_v<B, V...>) {
+    using P = plain_eval<B, V...>;
+    const typename P::Args a{{v}...};
+    typename P::S s(b, a);
+    s.forward();
+    const typename P::R sd(seed);
+    s.backward(sd);
+    return [&]<std::size_t... i>(std::index_sequence<i...>) {
+      return std::tuple{static_cast<V>(s.template gradient<i>(sd, V(0)))...};
+    }
+    (std::index_sequence_for<V...>{});
+  } else {
+    using F =
+        std::conditional_t<all_numbers_v<V...>, body_family_t<B, V...>, evaluator_family_t<V...>>;
+    return [&]<std::size_t... i>(std::index_sequence<i...>) {
+      return evaluator<F>::template vjp<i...>(constant_function<B>{&b}, seed, v...);
+    }
+    (std::index_sequence_for<V...>{});
+  }
+}
+
+template <class V>
+V zeros_shaped_like(const V& v) {
+  if constexpr (std::is_arithmetic_v<V>) {
+    return V(0);
+  } else {
+    V r = v;
+    r.fill(0);
+    return r;
+  }
+}
+
+// Component j of the adjoint after the last step: g in component J, zeros elsewhere.
+template <std::size_t j, std::size_t J, class Sj, class G>
+Sj seed_component(const G& g, const Sj& like) {
+  if constexpr (j == J) {
+    return Sj(g);
+  } else {
+    return zeros_shaped_like(like);
+  }
+}
+template <std::size_t Off, class T, std::size_t... k>
+auto tuple_slice_impl(const T& t, std::index_sequence<k...>) {
+  return std::tuple<std::remove_cvref_t<std::tuple_element_t<Off + k, T>>...>{
+      std::get<Off + k>(t)...};
+}
+template <std::size_t Off, std::size_t Len, class T>
+auto tuple_slice(const T& t) {
+  return tuple_slice_impl<Off>(t, std::make_index_sequence<Len>{});
+}
+
+// The same, as references into t (the caps and initial state a node's inputs are: no copies).
+template <std::size_t Off, class T, std::size_t... k>
+auto tuple_slice_ref_impl(const T& t, std::index_sequence<k...>) {
+  return std::tuple<const std::remove_cvref_t<std::tuple_element_t<Off + k, T>>&...>{
+      std::get<Off + k>(t)...};
+}
+template <std::size_t Off, std::size_t Len, class T>
+auto tuple_slice_ref(const T& t) {
+  return tuple_slice_ref_impl<Off>(t, std::make_index_sequence<Len>{});
+}
+
+template <class A, class B, std::size_t... k>
+void add_each(A& a, const B& b, std::index_sequence<k...>) {
+  ((std::get<k>(a) += std::get<k>(b)), ...);
+}
+
+// ---- the node --------------------------------------------------------------------------------
+
+template <std::size_t N, std::size_t K, std::size_t M, std::size_t J, class... B>
+struct scan_op {
+  static constexpr const char* name = "repeat";
+  static constexpr bool elementwise = false;
+  static constexpr std::size_t arity = K + M;
+  static constexpr std::size_t steps = N, ncaps = K, nstate = M, component = J;
+  std::tuple<B...> body;
+
+  // One step: the state after `s` (a tuple of M values), given the caps (a tuple of K).
+  template <class Caps, class S>
+  auto step(const Caps& caps, const S& s) const {
+    return [&]<std::size_t... j>(std::index_sequence<j...>) {
+      return std::apply(
+          [&](const auto&... v) { return std::tuple{body_value(std::get<j>(body), v...)...}; },
+          std::tuple_cat(caps, tuple_slice_ref<0, M>(s)));
+    }
+    (std::make_index_sequence<M>{});
+  }
+
+  // The state's value types: those one step yields from the initial state, which must be those
+  // the next step yields.
+  template <class Caps, class Init>
+  using state_t = decltype(std::declval<const scan_op&>().step(std::declval<const Caps&>(),
+                                                               std::declval<const Init&>()));
+
+  template <class Caps, class Init>
+  auto run(const Caps& caps, const Init& init) const {
+    using S = state_t<Caps, Init>;
+    static_assert(std::is_same_v<S, state_t<Caps, S>>,
+                  "metagrad: mg::repeat's step must keep the type of each state value (a float "
+                  "state meeting a double constant changes it: make them agree)");
+    S s = step(caps, init);
+    for (std::size_t k = 1; k < N; ++k) s = step(caps, s);
+    return s;
+  }
+
+  template <class... X>
+  auto forward(const X&... x) const {
+    const auto all = std::tie(x...);
+    return std::get<J>(run(tuple_slice_ref<0, K>(all), tuple_slice_ref<K, M>(all)));
+  }
+
+  // The gradients of component J's value w.r.t. caps and the initial state, at seed g: the
+  // forward again keeping the states, then the body's vector-Jacobian products in reverse.
+  template <class Caps, class Init, class G>
+  auto vjp(const Caps& caps, const Init& init, const G& g) const {
+    using S = state_t<Caps, Init>;
+    S s0 = [&]<std::size_t... j>(std::index_sequence<j...>) {
+      return S{std::tuple_element_t<j, S>(std::get<j>(init))...};
+    }
+    (std::make_index_sequence<M>{});
+    if constexpr (numbers_v<S> && N * sizeof(S) <= 16384) {
+      std::array<S, N> states;  // on the stack for numbers
+      return vjp_over(caps, states, std::move(s0), g);
+    } else {
+      std::vector<S> states(N);
+      return vjp_over(caps, states, std::move(s0), g);
+    }
+  }
+
+ private:
+  template <class S>
+  static constexpr bool numbers_v = []<std::size_t... j>(std::index_sequence<j...>) {
+    return (std::is_arithmetic_v<std::tuple_element_t<j, S>> && ...);
+  }
+  (std::make_index_sequence<M>{});
+
+  template <class Caps, class States, class S, class G>
+  auto vjp_over(const Caps& caps, States& states, S s0, const G& g) const {
+    states[0] = std::move(s0);
+    for (std::size_t k = 1; k < N; ++k) states[k] = step(caps, states[k - 1]);
+    // the adjoint of the state after step N: g in component J
+    S a = [&]<std::size_t... j>(std::index_sequence<j...>) {
+      return S{seed_component<j, J, std::tuple_element_t<j, S>>(g, std::get<j>(states[N - 1]))...};
+    }
+    (std::make_index_sequence<M>{});
+    // on numbers with several state values, one sweep over sum_j a_j body_j (the adjoints its
+    // arguments K+M...) gives the whole vector-Jacobian product
+    const auto lagrangian = [&]<std::size_t... j>(std::index_sequence<j...>) {
+      if constexpr (numbers_v<S> && M > 1) {
+        return as_expr(((std::get<j>(body) * arg<K + M + j>{}) + ...));
+      } else {
+        return 0;
+      }
+    }
+    (std::make_index_sequence<M>{});
+    const auto back = [&](const S& s) {
+      if constexpr (numbers_v<S> && M > 1) {
+        using T = std::tuple_element_t<0, S>;
+        return tuple_slice<0, K + M>(
+            std::apply([&](const auto&... v) { return body_vjp(lagrangian, T(1), v...); },
+                       std::tuple_cat(caps, tuple_slice_ref<0, M>(s), tuple_slice_ref<0, M>(a))));
+      } else {
+        return back_step(caps, s, a);
+      }
+    };
+    auto sum = back(states[N - 1]);
+    auto dcaps = tuple_slice<0, K>(sum);
+    for (std::size_t k = N - 1; k-- > 0;) {
+      a = tuple_slice<K, M>(sum);
+      sum = back(states[k]);
+      add_each(dcaps, sum, std::make_index_sequence<K>{});
+    }
+    return std::tuple_cat(std::move(dcaps), tuple_slice<K, M>(sum));
+  }
+
+  // The body's vector-Jacobian product at state s with adjoints a: a tuple of K + M gradients.
+  template <class Caps, class S>
+  auto back_step(const Caps& caps, const S& s, const S& a) const {
+    return [&]<std::size_t... j>(std::index_sequence<j...>) {
+      auto one = [&]<std::size_t i>(std::integral_constant<std::size_t, i>) {
+        return std::apply(
+            [&](const auto&... v) { return body_vjp(std::get<i>(body), std::get<i>(a), v...); },
+            std::tuple_cat(caps, tuple_slice_ref<0, M>(s)));
+      };
+      auto r = one(std::integral_constant<std::size_t, 0>{});
+      ((j > 0 ? add_each(r, one(std::integral_constant<std::size_t, j>{}),
+                         std::make_index_sequence<K + M>{})
+              : void()),
+       ...);
+      return r;
+    }
+    (std::make_index_sequence<M>{});
+  }
+
+ public:
+  template <class... X>
+  auto backward(const X&... x) const;
+  template <std::size_t i, class All>
+  auto vjp_node(const All& all) const;
+};
+
+// d(component I of the gradients of a scan node's value)/d(inputs): a node of grad of grad.
+template <std::size_t I, class Scan>
+struct scan_vjp_op {
+  static constexpr const char* name = "repeat_vjp";
+  static constexpr bool elementwise = false;
+  static constexpr std::size_t K = Scan::ncaps, M = Scan::nstate;
+  static constexpr std::size_t arity = K + M + 1;
+  Scan scan;
+
+  template <class... X>
+  auto forward(const X&... x) const {
+    const auto all = std::tie(x...);
+    return std::get<I>(
+        scan.vjp(tuple_slice_ref<0, K>(all), tuple_slice_ref<K, M>(all), std::get<K + M>(all)));
+  }
+  template <class... X>
+  auto backward(const X&... x) const;
+  template <class... X>
+  auto hvp(const X&... x) const;
+};
+
+template <std::size_t N, std::size_t K, std::size_t M, std::size_t J, class... B>
+template <class... X>
+auto scan_op<N, K, M, J, B...>::backward(const X&... x) const {
+  // x: the K caps, the M initial values, the value, its adjoint
+  const auto all = std::tie(x...);
+  if constexpr (std::is_same_v<family_t<X...>, dual_family>) {
+    static_assert(always_false_v<scan_op>,
+                  "metagrad: second derivatives on arrays through mg::repeat with a step holding "
+                  "constants are not available (first derivatives and jvp are): pass the step's "
+                  "constants as arguments of the function");
+    return grads{x...};  // after the assertion: no cascade of errors
+  } else if constexpr (!(Expr<X> || ...)) {
+    return std::apply(
+        [](auto... d) { return grads{std::move(d)...}; },
+        vjp(tuple_slice_ref<0, K>(all), tuple_slice_ref<K, M>(all), std::get<K + M + 1>(all)));
+  } else {
+    // grad of grad: the gradients as nodes of the enclosing expression
+    return [&]<std::size_t... i>(std::index_sequence<i...>) { return grads{vjp_node<i>(all)...}; }
+    (std::make_index_sequence<K + M>{});
+  }
+}
+
+template <std::size_t N, std::size_t K, std::size_t M, std::size_t J, class... B>
+template <std::size_t i, class All>
+auto scan_op<N, K, M, J, B...>::vjp_node(const All& all) const {
+  return [&]<std::size_t... c>(std::index_sequence<c...>) {
+    return make_node(scan_vjp_op<i, scan_op>{*this}, std::get<c>(all)..., std::get<K + M + 1>(all));
+  }
+  (std::make_index_sequence<K + M>{});
+}
+
+// ---- second order: Note [Scan] ----------------------------------------------------------------
+
+// The body's symbolic vector-Jacobian product: expression i (over caps, state, adjoints as
+// arg<0..K+M-1>, arg<K+M..K+2M-1>) is sum_j a_j d body_j / d x_i.
+template <std::size_t K, std::size_t M, class Body, std::size_t... x>
+auto symbolic_vjp(const Body& body, std::index_sequence<x...>) {
+  using Args = tuple<arg<x>...>;
+  const Args args{};
+  auto of = [&]<std::size_t j>(std::integral_constant<std::size_t, j>) {
+    const auto& b = std::get<j>(body);
+    using B = std::remove_cvref_t<decltype(b)>;
+    using Seed = arg<K + M + j>;
+    sweep<B, Args, plain_policy, Seed> s(b, args);
+    s.forward();
+    s.backward(Seed{});
+    return std::tuple{as_expr(s.template gradient<x>(Seed{}, cst<known<0>>{}))...};
+  };
+  return [&]<std::size_t... j>(std::index_sequence<j...>) {
+    auto sum_at = [&]<std::size_t i>(std::integral_constant<std::size_t, i>, const auto&... g) {
+      return as_expr((std::get<i>(g) + ...));
+    };
+    const auto parts = std::make_tuple(of(std::integral_constant<std::size_t, j>{})...);
+    return std::apply(
+        [&](const auto&... g) {
+          return std::tuple{sum_at(std::integral_constant<std::size_t, x>{}, g...)...};
+        },
+        parts);
+  }
+  (std::make_index_sequence<M>{});
+}
+
+// e's value and its directional derivative along t, at numbers v.
+template <class E, class V, class T>
+auto value_and_tangent(const E& e, const V& v, const T& t) {
+  return std::apply(
+      [&](const auto&... vs) {
+        using P = plain_eval<E, std::remove_cvref_t<decltype(vs)>...>;
+        const typename P::Args a{{vs}...};
+        typename P::S s(e, a);
+        s.forward();
+        const auto tt = std::apply(
+            [](const auto&... ts) { return tuple<std::remove_cvref_t<decltype(ts)>...>{{ts}...}; },
+            t);
+        return std::pair{typename P::R(s.result()), typename P::R(s.tangent(tt))};
+      },
+      v);
+}
+
+template <std::size_t I, class Scan>
+template <class... X>
+auto scan_vjp_op<I, Scan>::backward(const X&... x) const {
+  if constexpr (!all_numbers_v<X...>) {
+    static_assert(always_false_v<scan_vjp_op>,
+                  "metagrad: third derivatives through mg::repeat with a step holding constants "
+                  "are not available: pass the step's constants as arguments of the function");
+    return [&]<std::size_t... c>(std::index_sequence<c...>) {
+      return grads{std::get<c>(std::tie(x...))...};  // after the assertion: no cascade
+    }
+    (std::make_index_sequence<K + M + 1>{});
+  } else {
+    return hvp(x...);
+  }
+}
+
+template <std::size_t I, class Scan>
+template <class... X>
+auto scan_vjp_op<I, Scan>::hvp(const X&... x) const {
+  // x: caps, initial state, g, this node's value, its adjoint u. Forward mode along u e_I
+  // through the loop and its reverse gives u times row I of the Hessian of g * value (which is
+  // its column I), and u d value / d x_I for g.
+  const auto all = std::tie(x...);
+  using T = std::common_type_t<X...>;
+  const T g = std::get<K + M>(all), u = std::get<K + M + 2>(all);
+  constexpr std::size_t J = Scan::component, N = Scan::steps;
+  using Vec = std::array<T, K + M>;  // caps and state
+  Vec z{}, dz{};
+  [&]<std::size_t... c>(std::index_sequence<c...>) { ((z[c] = std::get<c>(all)), ...); }
+  (std::make_index_sequence<K + M>{});
+  dz[I] = u;
+  const auto& body = scan.body;
+  const auto vb = symbolic_vjp<K, M>(body, std::make_index_sequence<K + M>{});
+  auto as_tuple = [](const auto& arr) {
+    return std::apply([](auto... e) { return std::tuple{e...}; }, arr);
+  };
+  // forward, with tangents; the states kept
+  std::vector<Vec> zs, dzs;  // caps then state, per step
+  zs.reserve(N + 1);
+  dzs.reserve(N + 1);
+  zs.push_back(z);
+  dzs.push_back(dz);
+  for (std::size_t k = 0; k < N; ++k) {
+    Vec nz = zs.back(), ndz = dzs.back();
+    [&]<std::size_t... j>(std::index_sequence<j...>) {
+      ((std::tie(nz[K + j], ndz[K + j]) =
+            value_and_tangent(std::get<j>(body), as_tuple(zs.back()), as_tuple(dzs.back()))),
+       ...);
+    }
+    (std::make_index_sequence<M>{});
+    zs.push_back(nz);
+    dzs.push_back(ndz);
+  }
+  // reverse, with tangents: adjoints a (tangent da) of the state, sums of the caps' gradients
+  std::array<T, M> a{}, da{};
+  a[J] = g;
+  std::array<T, K> dc{}, ddc{};
+  for (std::size_t k = N; k-- > 0;) {
+    std::array<T, K + 2 * M> w{}, dw{};
+    for (std::size_t i = 0; i < K + M; ++i) {
+      w[i] = zs[k][i];
+      dw[i] = dzs[k][i];
+    }
+    for (std::size_t j = 0; j < M; ++j) {
+      w[K + M + j] = a[j];
+      dw[K + M + j] = da[j];
+    }
+    std::array<T, K + M> v{}, dv{};
+    [&]<std::size_t... i>(std::index_sequence<i...>) {
+      ((std::tie(v[i], dv[i]) = value_and_tangent(std::get<i>(vb), as_tuple(w), as_tuple(dw))),
+       ...);
+    }
+    (std::make_index_sequence<K + M>{});
+    for (std::size_t c = 0; c < K; ++c) {
+      dc[c] += v[c];
+      ddc[c] += dv[c];
+    }
+    for (std::size_t j = 0; j < M; ++j) {
+      a[j] = v[K + j];
+      da[j] = dv[K + j];
+    }
+  }
+  // d/dx: the tangent of the gradients (caps' sums, then the initial state's adjoint); d/dg
+  // the tangent of the value
+  return [&]<std::size_t... c>(std::index_sequence<c...>) {
+    return grads{(c < K ? ddc[c < K ? c : 0] : da[c < K ? 0 : c - K])..., dzs[N][K + J]};
+  }
+  (std::make_index_sequence<K + M>{});
+}
+
+// ---- building the node: Note [Scan] ---------------------------------------------------------
+
+// Is a step on state S, whose result is a traced expression, one that holds constants?
+template <class Step, class S>
+constexpr bool step_holds_state() {
+  using B = body_t<scan_first_base, S, Step>;
+  return []<std::size_t... j>(std::index_sequence<j...>) {
+    return !(stateless_v<std::tuple_element_t<j, B>> && ...);
+  }
+  (std::make_index_sequence<state_size<S>()>{});
+}
+
+// Does mg::repeat run `step` on `S` as a scan node? When its result is a traced expression (in
+// some component) and U says so: always for unroll::never, for unroll::automatic when the step
+// holds constants.
+template <class Step, class S, unroll U>
+constexpr bool scanned() {
+  using R = std::remove_cvref_t<decltype(std::declval<Step&>()(std::declval<S>()))>;
+  constexpr bool traced = []<std::size_t... j>(std::index_sequence<j...>) {
+    return (Expr<decltype(state_component<j>(std::declval<R>()))> || ...);
+  }
+  (std::make_index_sequence<state_size<R>()>{});
+  if constexpr (U == unroll::always || !traced || state_size<R>() != state_size<S>()) {
+    return false;
+  } else if constexpr (U == unroll::never) {
+    return true;
+  } else {
+    return step_holds_state<Step, S>();
+  }
+}
+template <class Step, class S, unroll U>
+inline constexpr bool scanned_v = scanned<std::remove_reference_t<Step>, S, U>();
+
+// Is a state value of type Sj rebuilt from a step's Rj without changing it? When the types are
+// the same, or Sj is a container built from an expression (an xtensor array from a lazy xtensor
+// expression); a number never is (an int state meeting a double would be truncated).
+template <class Sj, class Rj>
+constexpr bool rebuilds() {
+  if constexpr (std::is_same_v<Sj, Rj>) {
+    return true;
+  } else {
+    return !std::is_arithmetic_v<Sj> && !Expr<Rj> && std::is_constructible_v<Sj, Rj>;
+  }
+}
+
+// Does mg::repeat run `step` on `S` as a plain loop? When each state value is rebuilt from what
+// step returns.
+template <class Step, class S>
+constexpr bool plain_loop() {
+  using R = std::remove_cvref_t<decltype(std::declval<Step&>()(std::declval<S>()))>;
+  if constexpr (!std::is_move_assignable_v<S>) {
+    return false;
+  } else if constexpr (std::is_same_v<R, S>) {
+    return true;
+  } else if constexpr (state_size<R>() != state_size<S>() || !std::is_constructible_v<S, R>) {
+    return false;
+  } else {
+    return []<std::size_t... j>(std::index_sequence<j...>) {
+      return (rebuilds<std::remove_cvref_t<decltype(state_component<j>(std::declval<S>()))>,
+                       std::remove_cvref_t<decltype(state_component<j>(std::declval<R>()))>>() &&
+              ...);
+    }
+    (std::make_index_sequence<state_size<R>()>{});
+  }
+}
+template <class Step, class S>
+inline constexpr bool plain_loop_v = plain_loop<std::remove_reference_t<Step>, S>();
+
+template <std::size_t N, class Step, class S>
+auto scan(Step& step, S init) {
+  constexpr std::size_t M = state_size<S>();
+  using seq = std::make_index_sequence<M>;
+  // 1. trace the step past every argument index a first trace read
+  constexpr std::size_t A = arg_end(typename body_types<body_t<scan_first_base, S, Step>>::type{});
+  const auto body = trace_body<A, S>(step, seq{});
+  using L = typename body_types<std::remove_cvref_t<decltype(body)>>::type;
+  using Outer = outer_seq_t<A, L>;
+  constexpr std::size_t K = Outer::size();
+  using Map = renaming<A, K, Outer>;
+  // 2. the renamed body, 3. one node per state component
+  return [&]<std::size_t... j, std::size_t... o>(std::index_sequence<j...>,
+                                                 std::index_sequence<o...>) {
+    using Op0 =
+        scan_op<N, K, M, 0,
+                typename renamed<
+                    Map, std::tuple_element_t<j, std::remove_cvref_t<decltype(body)>>>::type...>;
+    const Op0 op0{std::tuple{rename<Map>(std::get<j>(body))...}};
+    auto node_of = [&]<std::size_t c>(std::integral_constant<std::size_t, c>) {
+      using Op =
+          scan_op<N, K, M, c,
+                  typename renamed<
+                      Map, std::tuple_element_t<j, std::remove_cvref_t<decltype(body)>>>::type...>;
+      return make_node(Op{op0.body}, arg<o>{}..., state_component<j>(init)...);
+    };
+    return state_like<S>(node_of(std::integral_constant<std::size_t, j>{})...);
+  }
+  (seq{}, Outer{});
+}
+
+}  // namespace mg::detail

@@ -1,0 +1,577 @@
+// Array functions on xtensor expressions for the shaped ops (sum, sum along an axis, matmul)
+// and the policy under which the static engine keeps xtensor values materialised.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+#include <xtensor/xbroadcast.hpp>
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xexception.hpp>
+#include <xtensor/xmanipulation.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xnoalias.hpp>
+#include <xtensor/xreducer.hpp>
+#include <xtensor/xstrided_view.hpp>
+
+#include <metagrad/core/algebra.hpp>
+#include <metagrad/backend/backend.hpp>
+#include <metagrad/core/broadcast.hpp>
+#include <metagrad/backend/cpu.hpp>
+#include <metagrad/core/dispatch.hpp>
+#include <metagrad/core/gemm.hpp>
+#include <metagrad/core/shape_rules.hpp>
+#include <metagrad/static/sweep.hpp>
+#include <metagrad/core/type_name.hpp>
+#include <metagrad/xt/pool.hpp>
+#include <metagrad/error.hpp>
+#include <metagrad/grads.hpp>
+#include <metagrad/types.hpp>
+
+namespace mg::detail {
+
+template <class T>
+concept XtExpr = xt::is_xexpression<std::remove_cvref_t<T>>::value;
+
+template <class X>
+using xt_value_t = typename std::remove_cvref_t<X>::value_type;
+
+// xtensor arrays are evaluated by the ops' forward directly (detail::call).
+template <class T>
+requires XtExpr<T>
+struct family_of_impl<T> {
+  using type = array_family;
+};
+
+// An xtensor expression with strided memory behind it (containers, strided views): its elements
+// can be read in place, from data() + data_offset() along strides(), when layout() allows.
+template <class X>
+concept XtStrided = XtExpr<X> && requires(const X& x) {
+  x.data();
+  x.data_offset();
+  x.strides();
+  x.layout();
+};
+
+// ... of elements of exactly type T
+template <class X, class T>
+concept XtStridedOf = XtStrided<X> && std::is_same_v<std::remove_cv_t<xt_value_t<X>>, T>;
+
+// A 2-D operand as BLAS reads it: in place when its elements are contiguous in row-major order
+// ('N') or column-major order ('T': a transposed view), else copied once into row-major order.
+template <class T>
+struct xt_gemm_operand {
+  work_array<T> copy;
+  const T* data = nullptr;
+  char op = 'N';
+  int ld = 1;
+
+  template <class X>
+  explicit xt_gemm_operand(const X& x) {
+    const auto rows = x.shape()[0], cols = x.shape()[1];
+    if constexpr (XtStridedOf<X, T>) {
+      const auto& st = x.strides();
+      const auto s0 = static_cast<std::size_t>(st[0]), s1 = static_cast<std::size_t>(st[1]);
+      if ((s1 == 1 || cols <= 1) && (s0 == cols || rows <= 1)) {
+        set(x.data() + x.data_offset(), 'N', cols);
+        return;
+      }
+      if ((s0 == 1 || rows <= 1) && (s1 == rows || cols <= 1)) {
+        set(x.data() + x.data_offset(), 'T', rows);
+        return;
+      }
+    }
+    copy = x;
+    set(copy.data(), 'N', cols);
+  }
+
+ private:
+  void set(const T* p, char o, std::size_t leading) {
+    data = p;
+    op = o;
+    ld = static_cast<int>(std::max<std::size_t>(leading, 1));
+  }
+};
+
+// A 1-D operand as BLAS reads it: in place along its (positive) stride, else copied once.
+template <class T>
+struct xt_vector_operand {
+  work_array<T> copy;
+  const T* data = nullptr;
+  int inc = 1;
+
+  // contiguous: in place only with stride 1
+  template <class X>
+  explicit xt_vector_operand(const X& x, bool contiguous = false) {
+    if constexpr (XtStridedOf<X, T>) {
+      const auto st = static_cast<std::ptrdiff_t>(x.strides()[0]);
+      if ((contiguous ? st == 1 : st > 0) || x.size() <= 1) {
+        data = x.data() + x.data_offset();
+        inc = x.size() <= 1 ? 1 : static_cast<int>(st);
+        return;
+      }
+    }
+    copy = x;
+    data = copy.data();
+  }
+};
+
+using dims = std::vector<std::size_t>;
+
+// out[...] = in broadcast: `in` is read with `strides` (0 along broadcast dimensions) over
+// `shape` from dimension d on; out is contiguous.
+template <class T, class S>
+void broadcast_rows(T*& out, const S* in, const dims& shape, const dims& strides, std::size_t d) {
+  const std::size_t n = shape[d], st = strides[d];
+  if (d + 1 == shape.size()) {
+    if (st == 1) {
+      for (std::size_t j = 0; j < n; ++j) out[j] = static_cast<T>(in[j]);
+    } else {
+      const T v = static_cast<T>(in[0]);
+      for (std::size_t j = 0; j < n; ++j) out[j] = st == 0 ? v : static_cast<T>(in[j * st]);
+    }
+    out += n;
+  } else {
+    for (std::size_t j = 0; j < n; ++j) broadcast_rows(out, in + j * st, shape, strides, d + 1);
+  }
+}
+
+// copy = x broadcast to `shape`, in row-major order: element by element for a contiguous
+// row-major x (a bias row repeated, say), through xtensor's general assignment otherwise.
+template <class T, class X>
+void broadcast_copy(work_array<T>& copy, const X& x, const dims& shape) {
+  if constexpr (XtStrided<X>) {
+    if (x.layout() == xt::layout_type::row_major && x.dimension() <= shape.size() &&
+        !shape.empty()) {
+      const std::size_t lead = shape.size() - x.dimension();
+      dims strides(shape.size(), 0);
+      std::size_t acc = 1;
+      for (std::size_t i = x.dimension(); i-- > 0;) {
+        strides[lead + i] = x.shape()[i] == 1 ? 0 : acc;
+        acc *= x.shape()[i];
+      }
+      copy = work_array<T>::from_shape(shape);
+      T* out = copy.data();
+      if (copy.size() > 0) broadcast_rows(out, x.data() + x.data_offset(), shape, strides, 0);
+      return;
+    }
+  }
+  copy = xt::broadcast(x, shape);
+}
+
+// xt_reduce (below) of an expression with strided memory behind it, read along its strides.
+template <class R, class A>
+auto xt_reduce_strided(const A& a, std::uint32_t reduced) {
+  using T = std::remove_cv_t<xt_value_t<A>>;
+  std::vector<std::size_t> kept;
+  nd_space s;
+  check_rank(a.shape(), "sum");
+  s.rank = static_cast<int>(a.dimension());
+  nd_operand in;
+  in.data = const_cast<T*>(a.data() + a.data_offset());
+  for (int d = 0; d < s.rank; ++d) {
+    s.extents[d] = static_cast<std::int64_t>(a.shape()[static_cast<std::size_t>(d)]);
+    in.strides[d] = static_cast<std::int64_t>(a.strides()[static_cast<std::size_t>(d)]);
+  }
+  s.numel = static_cast<std::int64_t>(a.size());
+  for (int d = 0; d < s.rank; ++d)
+    if (!((reduced >> d) & 1u)) kept.push_back(a.shape()[static_cast<std::size_t>(d)]);
+  work_array<T> r = work_array<T>::from_shape(kept);
+  if (a.size() == 0) {
+    r.fill(static_cast<T>(R::template init<T>()));
+  } else {
+    cpu_reduce<R>(dtype_of<T>(), s, in, reduced, r.data());
+  }
+  return r;
+}
+
+// The sum of x over the axes in `reduced` (a bit per axis), accumulated in double (Note
+// [Accurate sums] in backend/cpu.hpp); x is read in place when it has strided memory.
+template <class R = sum_reduction, class X>
+auto xt_reduce(const X& x, std::uint32_t reduced) {
+  using T = std::remove_cv_t<xt_value_t<X>>;
+  if constexpr (XtStridedOf<X, T>) {
+    return xt_reduce_strided<R>(x, reduced);
+  } else {
+    return xt_reduce_strided<R>(work_array<T>(x), reduced);
+  }
+}
+template <class X>
+auto xt_sum(const X& x, std::uint32_t reduced) {
+  return xt_reduce<sum_reduction>(x, reduced);
+}
+
+// A reduction of x as r says, keepdim included.
+template <class R, class X>
+auto xt_reduce_dims(const X& x, const reduce_dims& r, const char* op) {
+  const shape_t shape(x.shape().begin(), x.shape().end());
+  shape_t out;
+  const std::uint32_t mask = reduced_mask(r, shape, op, out);
+  auto a = xt_reduce<R>(x, mask);
+  if (r.keepdim) a.reshape(std::vector<std::size_t>(out.begin(), out.end()));
+  return a;
+}
+
+template <class G>
+auto reduce_to_shape(const G& g, const std::vector<std::size_t>& xs);
+
+// The shape of a value no wanted gradient reads (Note [Wanted gradients] in sweep.hpp): its own
+// type, so that detail::holds_elements knows the value for a stand-in.
+struct unread_shape : std::vector<std::size_t> {
+  using std::vector<std::size_t>::vector;
+};
+template <class CT>
+inline constexpr bool shape_only_v<xt::xbroadcast<CT, unread_shape>> = true;
+
+template <class X>
+requires XtExpr<X>
+struct algebra_impl<X> {
+  static auto sum(const auto& x, const reduce_dims& r) {
+    return xt_reduce_dims<sum_reduction>(x, r, "sum");
+  }
+  static auto prod(const auto& x, const reduce_dims& r) {
+    return xt_reduce_dims<prod_reduction>(x, r, "prod");
+  }
+  static auto max(const auto& x, const reduce_dims& r) {
+    return xt_reduce_dims<extreme_reduction<true>>(x, r, "max");
+  }
+  static auto min(const auto& x, const reduce_dims& r) {
+    return xt_reduce_dims<extreme_reduction<false>>(x, r, "min");
+  }
+  // axis counts in the result, which has one dimension more than g
+  static auto unsqueeze(const auto& g, std::ptrdiff_t axis) {
+    using T = xt_value_t<decltype(g)>;
+    const std::size_t a = wrap_dim(axis, g.dimension() + 1, "unsqueeze", shape(g));
+    return work_array<T>(xt::expand_dims(g, a));
+  }
+  static auto broadcast(const auto& x, const shape_t& shape) {
+    using T = xt_value_t<decltype(x)>;
+    const std::vector<std::size_t> s(shape.begin(), shape.end());
+    if (x.size() == 1 && x.dimension() <= s.size()) {  // a seed or a 0-d gradient: one fill
+      work_array<T> r = work_array<T>::from_shape(s);
+      r.fill(static_cast<T>(*x.begin()));
+      return r;
+    }
+    // numpy's rules, checked here: broadcast_copy assumes them
+    bool ok = x.dimension() <= s.size();
+    for (std::size_t i = 0, lead = s.size() - x.dimension(); ok && i < x.dimension(); ++i)
+      ok = x.shape()[i] == 1 || x.shape()[i] == s[lead + i];
+    if (ok) {
+      work_array<T> r;
+      broadcast_copy(r, x, s);
+      return r;
+    }
+    try {
+      return work_array<T>(xt::broadcast(x, s));
+    } catch (const xt::broadcast_error&) {
+      fail("expand: an array of shape ", shape_string(x.shape()), " cannot be expanded to shape ",
+           shape_string(shape), " (numpy rules: trailing dimensions must be equal or 1)");
+    }
+  }
+  static auto sum_to(const auto& x, const shape_t& shape) {
+    using T = xt_value_t<decltype(x)>;
+    const std::vector<std::size_t> s(shape.begin(), shape.end());
+    return work_array<T>(reduce_to_shape(x, s));
+  }
+  static shape_t shape(const auto& x) { return shape_t(x.shape().begin(), x.shape().end()); }
+  // x with its last two axes swapped (the identity below 2-D), as on tensors: a materialised
+  // array (so `auto t = mg::transpose(f(x))` holds no reference to a temporary)
+  static auto transpose(const auto& x) {
+    return work_array<xt_value_t<decltype(x)>>(transpose_view(x));
+  }
+  // ... as a view (no copy), which matmul hands to BLAS as a transposed operand: only for use
+  // within the expression that holds x (matmul's backward)
+  static auto transpose_view(const auto& x) {
+    const std::size_t n = x.dimension();
+    if constexpr (shape_only_v<std::remove_cvref_t<decltype(x)>>) {  // a stand-in stays one
+      unread_shape s(x.shape().begin(), x.shape().end());
+      if (n >= 2) std::swap(s[n - 1], s[n - 2]);
+      return xt::broadcast(xt_value_t<decltype(x)>(0), std::move(s));
+    } else {
+      return transpose_strided(x);
+    }
+  }
+  static auto transpose_strided(const auto& x) {
+    const std::size_t n = x.dimension();
+    std::vector<std::size_t> perm(n);
+    for (std::size_t i = 0; i < n; ++i) perm[i] = i;
+    if (n >= 2) std::swap(perm[n - 1], perm[n - 2]);
+    return xt::transpose(x, std::move(perm));
+  }
+  static auto matmul(const auto& a, const auto& b, const char* op = "matmul") {
+    using T = std::common_type_t<xt_value_t<decltype(a)>, xt_value_t<decltype(b)>>;
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                  "metagrad: matmul works on float or double arrays");
+    // a matrix and a vector, shapes checked without allocation (else plan_matmul's message)
+    const std::size_t ra = a.dimension(), rb = b.dimension();
+    if (ra + rb == 3 && ra >= 1 && rb >= 1 && a.shape()[ra - 1] == b.shape()[0]) {
+      const std::size_t rows = ra == 2 ? a.shape()[0] : b.shape()[0],
+                        cols = ra == 2 ? a.shape()[1] : b.shape()[1];
+      work_array<T> c =
+          work_array<T>::from_shape(std::array<std::size_t, 1>{ra == 2 ? rows : cols});
+      if (c.size() == 0) return c;
+      if (rows * cols == 0) {
+        c.fill(T(0));
+        return c;
+      }
+      // Note [Row-major gemm]: M's storage read column-major is (cols, rows) for 'N' and
+      // (rows, cols) for 'T'; A x wants op(storage) = A, x A wants op(storage) = A^T
+      const auto mv = [&](const auto& mat, const auto& vec, bool mat_first) {
+        const xt_gemm_operand<T> M(mat);
+        const xt_vector_operand<T> v(vec);
+        const bool stored_transposed = M.op == 'T';
+        const int r = static_cast<int>(rows), k = static_cast<int>(cols);
+        gemv(mat_first == stored_transposed ? 'N' : 'T', stored_transposed ? r : k,
+             stored_transposed ? k : r, M.data, M.ld, v.data, v.inc, c.data());
+      };
+      if (ra == 2) {
+        mv(a, b, true);
+      } else {
+        mv(b, a, false);
+      }
+      return c;
+    }
+    const shape_t sa = shape(a), sb = shape(b);
+    const matmul_plan p = plan_matmul(sa, sb, op);
+    work_array<T> c =
+        work_array<T>::from_shape(std::vector<std::size_t>(p.out.begin(), p.out.end()));
+    if (sa.size() == 2 && sb.size() == 2) {
+      const auto m = p.m, k = p.k, n = p.n;
+      if (m == 0 || n == 0) return c;
+      if (k == 0) {
+        c.fill(T(0));
+        return c;
+      }
+      const xt_gemm_operand<T> A(a), B(b);
+      // row-major C = A B is column-major C^T = B^T A^T: See Note [Row-major gemm] in blas.hpp
+      gemm(&B.op, &A.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), B.data,
+           B.ld, A.data, A.ld, c.data(), static_cast<int>(n));
+      return c;
+    }
+    // promote 1-D operands, broadcast the batch dimensions into contiguous copies
+    const auto full = [](const auto& x, const shape_t& s, bool vec_rows, const shape_t& to) {
+      work_array<T> v = x;
+      if (s.size() == 1)
+        v.reshape(vec_rows ? std::vector<std::size_t>{1, v.size()}
+                           : std::vector<std::size_t>{v.size(), 1});
+      return work_array<T>(xt::broadcast(v, std::vector<std::size_t>(to.begin(), to.end())));
+    };
+    const work_array<T> A = full(a, sa, true, p.a_full), B = full(b, sb, false, p.b_full);
+    batched_gemm(A.data(), B.data(), c.data(), numel_of(p.batch), p.m, p.k, p.n);
+    return c;
+  }
+  // the outer product of two 1-D operands (checked by the op)
+  static auto outer(const auto& a, const auto& b) {
+    using T = std::common_type_t<xt_value_t<decltype(a)>, xt_value_t<decltype(b)>>;
+    const std::size_t m = a.size(), n = b.size();
+    work_array<T> c = work_array<T>::from_shape(std::array<std::size_t, 2>{m, n});
+    const xt_vector_operand<T> u(a, true), v(b, true);
+    T* out = c.data();
+    for (std::size_t i = 0; i < m; ++i, out += n) {
+      const T ui = u.data[i];
+      for (std::size_t j = 0; j < n; ++j) out[j] = ui * v.data[j];
+    }
+    return c;
+  }
+  static auto reshape(const auto& x, const shape_t& to, const auto&) {
+    work_array<xt_value_t<decltype(x)>> r = x;
+    r.reshape(std::vector<std::size_t>(to.begin(), to.end()));
+    return r;
+  }
+  static auto permute(const auto& x, const std::vector<std::size_t>& p) {
+    return work_array<xt_value_t<decltype(x)>>(xt::transpose(x, p));
+  }
+  // the strided view of x along d: elements start, start + step, ... (length of them), or the
+  // one at start without the dimension (drop)
+  static auto strided(auto& x, const slice_range& r, bool drop) {
+    xt::xstrided_slice_vector sv(x.dimension(), xt::all());
+    if (drop)
+      sv[r.dim] = r.start;
+    else if (r.length == 0)
+      sv[r.dim] = xt::range(0, 0);
+    else
+      sv[r.dim] = xt::range(r.start, r.start + (r.length - 1) * r.step + 1, r.step);
+    return xt::strided_view(x, sv);
+  }
+  static auto slice(const auto& x, const slice_range& r) {
+    const work_array<xt_value_t<decltype(x)>> a = x;
+    return work_array<xt_value_t<decltype(x)>>(strided(a, r, false));
+  }
+  static auto select(const auto& x, std::size_t d, std::int64_t i) {
+    const work_array<xt_value_t<decltype(x)>> a = x;
+    return work_array<xt_value_t<decltype(x)>>(strided(a, {d, i, 1, 1}, true));
+  }
+  static auto embed(const auto& g, const shape_t& shape, const slice_range& r, bool drop) {
+    auto out = work_array<xt_value_t<decltype(g)>>(
+        xt::zeros<xt_value_t<decltype(g)>>(std::vector<std::size_t>(shape.begin(), shape.end())));
+    auto v = strided(out, r, drop);
+    xt::noalias(v) = g;
+    return out;
+  }
+  static auto index_select(const auto& x, std::size_t d, const std::vector<std::int64_t>& idx) {
+    using T = xt_value_t<decltype(x)>;
+    const work_array<T> a = x;
+    std::vector<std::size_t> s(a.shape().begin(), a.shape().end());
+    if (s.empty()) return work_array<T>(xt::broadcast(a, std::vector<std::size_t>{idx.size()}));
+    s[d] = idx.size();
+    work_array<T> out = work_array<T>::from_shape(s);
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      auto dst = strided(out, {d, static_cast<std::int64_t>(k), 1, 1}, true);
+      xt::noalias(dst) = strided(a, {d, idx[k], 1, 1}, true);
+    }
+    return out;
+  }
+  static auto index_add(const auto& g, const shape_t& shape, std::size_t d,
+                        const std::vector<std::int64_t>& idx) {
+    using T = xt_value_t<decltype(g)>;
+    const work_array<T> a = g;
+    work_array<T> out = xt::zeros<T>(std::vector<std::size_t>(shape.begin(), shape.end()));
+    if (shape.empty()) {
+      out() = xt::sum(a)();
+      return out;
+    }
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      auto dst = strided(out, {d, idx[k], 1, 1}, true);
+      xt::noalias(dst) += strided(a, {d, static_cast<std::int64_t>(k), 1, 1}, true);
+    }
+    return out;
+  }
+  template <class... Y>
+  static auto cat(std::size_t d, const shape_t& shape, const Y&... x) {
+    using T = std::common_type_t<xt_value_t<Y>...>;
+    work_array<T> out =
+        work_array<T>::from_shape(std::vector<std::size_t>(shape.begin(), shape.end()));
+    std::int64_t off = 0;
+    const auto put = [&](const auto& xi) {
+      const auto n = static_cast<std::int64_t>(xi.shape()[d]);
+      auto v = strided(out, {d, off, n, 1}, false);
+      xt::noalias(v) = xi;
+      off += n;
+    };
+    (put(x), ...);
+    return out;
+  }
+  static auto iota(const auto& x, std::size_t d) {
+    using T = xt_value_t<decltype(x)>;
+    std::vector<std::size_t> s(x.dimension(), 1);
+    const std::size_t n = s.empty() ? 1 : x.shape()[d];
+    if (!s.empty()) s[d] = n;
+    work_array<T> r = xt::arange<T>(static_cast<T>(n));
+    r.reshape(s);
+    return r;
+  }
+};
+
+// Sums an array g back to shape xs: over the leading axes xs lacks and over the axes where xs
+// has extent 1 (numpy broadcasting), accurately (xt_sum).
+template <class G>
+auto reduce_to_shape(const G& g, const std::vector<std::size_t>& xs) {
+  using T = std::remove_cv_t<xt_value_t<G>>;
+  const auto& gs = g.shape();
+  if (gs.size() == xs.size() && std::equal(gs.begin(), gs.end(), xs.begin()))
+    return work_array<T>(g);
+  if (gs.size() < xs.size())
+    fail("sum_to: an array of shape ", shape_string(gs), " cannot be summed to shape ",
+         shape_string(xs), " (the target must broadcast to the source)");
+  const std::size_t lead = gs.size() - xs.size();
+  std::uint32_t reduced = 0;
+  for (std::size_t i = 0; i < gs.size(); ++i)
+    if (i < lead || (xs[i - lead] == 1 && gs[i] != 1)) reduced |= 1u << i;
+  work_array<T> r = xt_sum(g, reduced);
+  r.reshape(xs);
+  return r;
+}
+
+// An array argument's gradient holder: the argument's own container type when it is a
+// row-major one, else an xt::xarray. (The loops write gradients in row-major order, so a
+// column-major container would get its elements transposed.)
+template <class A, class T>
+auto gradient_like(const A& a) {
+  using R = std::remove_cvref_t<A>;
+  if constexpr (requires { R::from_shape(a.shape()); } && std::is_same_v<xt_value_t<R>, T> &&
+                R::static_layout == xt::layout_type::row_major) {
+    return R::from_shape(a.shape());
+  } else {
+    return xt::xarray<T>::from_shape(a.shape());
+  }
+}
+
+// Sums a gradient g (in an op's output shape) back to the shape of the input x it belongs to.
+template <class G, class X>
+auto reduce_to_shape_of(const G& g, const X& x) {
+  if constexpr (std::is_arithmetic_v<X>) {
+    if constexpr (std::is_arithmetic_v<G>) {
+      return static_cast<X>(g);
+    } else {
+      return static_cast<X>(
+          *xt_sum(g, static_cast<std::uint32_t>((std::uint64_t{1} << g.dimension()) - 1)).begin());
+    }
+  } else {
+    using T = xt_value_t<X>;
+    if constexpr (std::is_arithmetic_v<G>) {
+      return work_array<T>(xt::broadcast(static_cast<T>(g), x.shape()));
+    } else {
+      return reduce_to_shape(g, std::vector<std::size_t>(x.shape().begin(), x.shape().end()));
+    }
+  }
+}
+
+struct backward_result {
+  static constexpr const char* name = "backward";
+};
+
+// Static-engine policy for xtensor values: every slot is materialised once (so shared
+// subexpressions and the values backward needs are computed once), and broadcast gradients
+// are summed back to their input's shape.
+struct xt_policy {
+  template <class Op, class X>
+  static auto keep(X&& x) {
+    if constexpr (XtExpr<X>) {
+      try {
+        return work_array<xt_value_t<X>>(std::forward<X>(x));
+      } catch (const xt::broadcast_error& e) {
+        fail(op_name<Op>(), ": the operands' shapes do not broadcast (", e.what(),
+             "); make the shapes agree or give the smaller one extent 1 where they differ");
+      }
+    } else {
+      return std::remove_cvref_t<X>(std::forward<X>(x));
+    }
+  }
+  // a gradient the sweep hands over (an rvalue it no longer needs) is moved when it has x's
+  // shape already
+  template <class G, class X>
+  static auto reduce_like(G&& g, const X& x) {
+    using R = decltype(reduce_to_shape_of(g, x));
+    if constexpr (XtExpr<G> && XtExpr<X> && std::is_same_v<std::remove_cvref_t<G>, R> &&
+                  !std::is_lvalue_reference_v<G> && !std::is_const_v<std::remove_reference_t<G>>) {
+      if (std::equal(g.shape().begin(), g.shape().end(), x.shape().begin(), x.shape().end()))
+        return R(std::move(g));
+    }
+    return reduce_to_shape_of(g, x);
+  }
+  // a stand-in for an array that no wanted gradient reads: its shape, no elements
+  template <class X>
+  requires XtExpr<X>
+  static auto unread(const X& x) {
+    return xt::broadcast(xt_value_t<X>(0), unread_shape(x.shape().begin(), x.shape().end()));
+  }
+  template <class B>
+  static auto keep_bwd(B&& b) {
+    if constexpr (is_grads_v<std::remove_cvref_t<B>>) {
+      return [&]<std::size_t... k>(std::index_sequence<k...>) {
+        return grads{keep<backward_result>(get<k>(std::forward<B>(b)))...};
+      }
+      (std::make_index_sequence<std::remove_cvref_t<B>::size>{});
+    } else {
+      return keep<backward_result>(std::forward<B>(b));
+    }
+  }
+};
+
+}  // namespace mg::detail

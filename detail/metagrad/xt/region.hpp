@@ -1,0 +1,626 @@
+// Elementwise regions of the static engine on xtensor arrays, and the element loop that evaluates
+// them (also the loop of the fused sum path in <metagrad/xtensor.hpp>).
+//
+// Note [Regions]: before the general evaluator runs, regionize() rewrites the traced expression:
+// every maximal subtree of elementwise ops becomes ONE node, node<region_op<Inner, K>, In...>.
+// Its inputs In are the subtree's boundary: leaves, and the outputs of shaped ops (sum along an
+// axis, matmul); constants stay inside. Inner is the subtree itself with input k replaced by
+// arg<k>. So `tanh(matmul(x, w) + b) * 0.5` is matmul, then one region over (matmul, b):
+//   - forward: one SIMD loop computes the region's value (numpy broadcasting between inputs of
+//     different shapes, which are copied to the common shape first);
+//   - backward: one loop recomputes the values in registers and writes the gradient of every
+//     input in the common shape; the general evaluator then sums each back to its input's shape.
+// No intermediate of the region is ever materialised. A boundary subtree without run-time state
+// that occurs several times (x in sin(x) * x) is one input, read once per element; that mirrors
+// Note [Slot identity]. Like the planner (Note [Planning on the DAG]), the rewrite handles a
+// stateless subtree by its type once, however often it occurs, and the region's shape is worked
+// out slot by slot over the inner expression's plan. Because elementwise op bodies only ever run
+// on numbers and packs, Note [Lazy locals] concerns only custom ops that declare themselves not
+// elementwise.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+#include <xtensor/xbroadcast.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include <metagrad/concepts.hpp>
+#include <metagrad/core/broadcast.hpp>
+#include <metagrad/core/config.hpp>
+#include <metagrad/static/plan.hpp>
+#include <metagrad/core/simd.hpp>
+#include <metagrad/static/sweep.hpp>
+#include <metagrad/core/type_list.hpp>
+#include <metagrad/core/type_name.hpp>
+#include <metagrad/xt/algebra.hpp>
+#include <metagrad/xt/pool.hpp>
+#include <metagrad/error.hpp>
+#include <metagrad/expr.hpp>
+
+namespace mg::detail {
+
+// ---------------------------------------------------------------------------------------------
+// The element loop. A source is a number (the same for every element) or a pointer to n
+// contiguous elements; a sink receives one value per element.
+
+template <class V, class S>
+MG_INLINE V load_element(const S& s, std::size_t i) {
+  if constexpr (std::is_pointer_v<S>) {
+    if constexpr (std::is_arithmetic_v<V>) {
+      return s[i];
+    } else {
+      return V::load(s + i);
+    }
+  } else {
+    return V(s);
+  }
+}
+
+struct no_sink {
+  template <class V>
+  MG_INLINE void put(std::size_t, const V&) {}
+  MG_INLINE void flush() {}
+};
+
+template <class T>
+struct store_sink {
+  T* p;
+  MG_INLINE void put(std::size_t i, const T& v) { p[i] = v; }
+  MG_INLINE void put(std::size_t i, const pack<T>& v) { v.store(p + i); }
+  MG_INLINE void flush() {}
+};
+
+// Note [Blocked sums]: a pack accumulates at most `loop_block` values per lane; then the block's
+// total goes into a double. A float sum over 1e7 elements was 1.2e-3 off with one running pack;
+// blocked, it is as accurate as the elements themselves, at the cost of one horizontal add per
+// block.
+template <class T>
+struct sum_sink {
+  pack<T> acc{T(0)};
+  double total_ = 0;
+  MG_INLINE void put(std::size_t, const T& v) { total_ += static_cast<double>(v); }
+  MG_INLINE void put(std::size_t, const pack<T>& v) { acc += v; }
+  MG_INLINE void flush() {
+    total_ += static_cast<double>(acc.reduce_add());
+    acc = pack<T>(T(0));
+  }
+  T total() const { return static_cast<T>(total_ + static_cast<double>(acc.reduce_add())); }
+};
+
+// The value sink of a fused product: packs multiply within a block, the block's product goes
+// into a double.
+template <class T>
+struct prod_sink {
+  pack<T> acc{T(1)};
+  double total_ = 1;
+  MG_INLINE void put(std::size_t, const T& v) { total_ *= static_cast<double>(v); }
+  MG_INLINE void put(std::size_t, const pack<T>& v) { acc = acc * v; }
+  MG_INLINE void flush() {
+    total_ *= static_cast<double>(acc.reduce_mul());
+    acc = pack<T>(T(1));
+  }
+  T total() const { return static_cast<T>(total_ * static_cast<double>(acc.reduce_mul())); }
+};
+
+// The seed of a fused product's backward at element i: d prod / d v_i = prod / v_i, from the
+// element's own value v_i (no v_i is zero: a product with zeros takes the general path).
+template <class T>
+struct quotient_seed {
+  T product;
+};
+template <class V, class S>
+MG_INLINE V seed_at(const S& s, std::size_t i, const V& value) {
+  if constexpr (requires { s.product; }) {
+    return V(s.product) / value;
+  } else {
+    return load_element<V>(s, i);
+  }
+}
+
+// Packs per block of the element loop. See Note [Blocked sums].
+inline constexpr std::size_t loop_block = 64;
+
+// Runs the sweep of `inner` (elementwise, over arg<0..K-1>) on elements [0, n) of the sources:
+// SIMD packs, then a scalar tail. The value goes to `value`; with Backward, the reverse sweep
+// runs with the seed's element, and the gradient of arg<I_j> goes to grads' sink j.
+// Do all ops of an expression run on SIMD packs (none says simd = false)?
+template <class E>
+inline constexpr bool simd_tree_v = true;
+template <class Op, class... A>
+inline constexpr bool simd_tree_v<node<Op, A...>> = simd_enabled<Op>() && (simd_tree_v<A> && ...);
+
+// The seed and the sinks are copied into locals: a pack accumulator, a sink's pointer or the seed
+// reached through a reference would be reloaded after every store (a store of T may alias it),
+// and the accumulator's chain would then run through memory (3x slower on sum(x)). Copying the
+// sources too measured no better.
+template <class T, bool Backward, std::size_t... I, class Inner, class Srcs, class Seed,
+          class VSink, class GSinks>
+MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, const Srcs& srcs,
+                             std::size_t n, const Seed& seed_in, VSink& value_out,
+                             GSinks& gsinks_out) {
+  constexpr std::size_t K = std::tuple_size_v<Srcs>;
+  const Seed seed = seed_in;
+  const auto body = [&]<class V>(std::type_identity<V>, std::size_t i, VSink& value,
+                                 GSinks& gsinks) {
+    const auto a = [&]<std::size_t... k>(std::index_sequence<k...>) {
+      return tuple<std::conditional_t<k == k, V, void>...>{
+          {load_element<V>(std::get<k>(srcs), i)}...};
+    }
+    (std::make_index_sequence<K>{});
+    sweep<Inner, decltype(a), plain_policy, V, wanted_args<I...>> s(inner, a);
+    s.forward();
+    value.put(i, V(s.result()));
+    if constexpr (Backward) {
+      const V g = seed_at<V>(seed, i, V(s.result()));
+      s.backward(g);
+      [&]<std::size_t... j>(std::index_sequence<j...>) {
+        (std::get<j>(gsinks).put(i, V(s.template gradient<I>(g, V(T(0))))), ...);
+      }
+      (std::make_index_sequence<sizeof...(I)>{});
+    }
+  };
+  using P = pack<T>;
+  std::size_t i = 0;
+  VSink value = value_out;
+  GSinks gsinks = gsinks_out;
+  if constexpr (simd_tree_v<Inner>) {
+    while (i + P::size <= n) {
+      const std::size_t packs = std::min((n - i) / P::size, loop_block);
+      for (std::size_t j = 0; j < packs; ++j, i += P::size)
+        body(std::type_identity<P>{}, i, value, gsinks);
+      value.flush();
+      std::apply([](auto&... s) { (s.flush(), ...); }, gsinks);
+    }
+  }
+  for (; i < n; ++i) body(std::type_identity<T>{}, i, value, gsinks);
+  value_out = value;
+  gsinks_out = gsinks;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shapes inside a region: numpy broadcasting, checked op by op so that an error names the op.
+
+// The region's shape from its inputs', slot by slot over the inner expression's plan (each distinct
+// subexpression once), broadcasting as numpy does; an error names the op.
+template <class Inner, std::size_t s, std::size_t N, std::size_t K>
+dims slot_dims(const std::array<dims, N>& r, const std::array<dims, K>& in) {
+  using X = slot_expr_t<Inner, s>;
+  if constexpr (is_arg_v<X>) {
+    return in[arg_index_v<X>];
+  } else if constexpr (is_cst_v<X>) {
+    return {};
+  } else {
+    using Op = std::remove_cvref_t<decltype(std::declval<const X&>().op)>;
+    dims d = r[plan_v<Inner>.child[s][0]];
+    for (std::size_t k = 1; k < plan_v<Inner>.nchild[s]; ++k)
+      d = broadcast_extents(d, r[plan_v<Inner>.child[s][k]], op_name<Op>());
+    return d;
+  }
+}
+template <class Inner, std::size_t K>
+dims region_dims(const Inner&, const std::array<dims, K>& in) {
+  constexpr std::size_t N = plan_v<Inner>.nslots;
+  std::array<dims, N> r;
+  [&]<std::size_t... s>(std::index_sequence<s...>) { ((r[s] = slot_dims<Inner, s>(r, in)), ...); }
+  (std::make_index_sequence<N>{});
+  return std::move(r[N - 1]);
+}
+
+template <class X>
+dims dims_of(const X& x) {
+  if constexpr (XtExpr<X>) {
+    return dims(x.shape().begin(), x.shape().end());
+  } else {
+    return {};
+  }
+}
+
+// Where the loop reads input x: a number, or n contiguous elements of T in the region's shape
+// (read in place when x already is that, else copied once into `copy`).
+template <class T, class X, class Shape, class C>
+auto region_source(const X& x, const Shape& shape, C& copy) {
+  if constexpr (!XtExpr<X>) {
+    return static_cast<T>(x);
+  } else {
+    if constexpr (XtStridedOf<X, T>) {
+      if (x.layout() == xt::layout_type::row_major && x.dimension() == shape.size() &&
+          std::equal(shape.begin(), shape.end(), x.shape().begin()))
+        return static_cast<const T*>(x.data() + x.data_offset());
+    }
+    broadcast_copy(copy, x, dims(shape.begin(), shape.end()));
+    return static_cast<const T*>(copy.data());
+  }
+}
+
+template <class X>
+struct value_type_of {
+  using type = X;  // a number
+};
+
+// The element type a region computes in: the common type of its array inputs (numbers do not
+// promote, as on tensors), double when all are numbers; bool arrays (comparison results) count
+// as double.
+template <class A, class B>
+struct region_join {
+  using type = std::common_type_t<A, B>;
+};
+template <class B>
+struct region_join<void, B> {
+  using type = B;
+};
+template <class A>
+struct region_join<A, void> {
+  using type = A;
+};
+template <>
+struct region_join<void, void> {
+  using type = void;
+};
+template <class... A>
+struct region_fold {
+  using type = void;
+};
+template <class A, class... R>
+struct region_fold<A, R...> {
+  using type = typename region_join<A, typename region_fold<R...>::type>::type;
+};
+template <class A>
+using region_array_t = std::conditional_t<XtExpr<A>, typename value_type_of<A>::type, void>;
+template <class... X>
+struct region_value {
+  using found = typename region_fold<region_array_t<X>...>::type;
+  using type = std::conditional_t<std::is_floating_point_v<found>, found, double>;
+};
+template <XtExpr X>
+struct value_type_of<X> {
+  using type = std::remove_cv_t<xt_value_t<X>>;
+};
+
+/// A maximal elementwise subtree as one op of the general evaluator. See Note [Regions].
+template <class Inner, std::size_t K>
+struct region_op {
+  static constexpr const char* name = "elementwise";
+  // it materialises arrays: the evaluators apply it as a whole, never per element
+  static constexpr bool elementwise = false;
+  static constexpr bool is_stateless = stateless_v<Inner>;  // then region_op{} is the region
+  Inner inner;
+
+  template <class... X>
+  auto forward(const X&... x) const {
+    static_assert(sizeof...(X) == K);
+    using T = typename region_value<X...>::type;
+    if constexpr (!(XtExpr<X> || ...)) {
+      return scalar_sweep<T, false>(T(0), x...).first;
+    } else {
+      const dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...});
+      std::tuple<std::conditional_t<XtExpr<X>, work_array<T>, char>...> copies;
+      const auto srcs = sources<T>(shape, copies, x...);
+      work_array<T> out = work_array<T>::from_shape(shape);
+      store_sink<T> value{out.data()};
+      std::tuple<> none;
+      element_loop<T, false>(std::index_sequence<>{}, inner, srcs, out.size(), T(0), value, none);
+      return out;
+    }
+  }
+
+  // backward(x_0, ..., x_{K-1}, y, g): the gradient of every input, in the region's shape (a
+  // number input gets the sum over the elements).
+  template <class... A>
+  auto backward(const A&... a) const {
+    static_assert(sizeof...(A) == K + 2);
+    return [&]<std::size_t... k>(std::index_sequence<k...>) {
+      const auto args = std::forward_as_tuple(a...);
+      return backward_of(std::get<K + 1>(args), std::get<k>(args)...);
+    }
+    (std::make_index_sequence<K>{});
+  }
+
+ private:
+  template <class T, class C, class... X>
+  static auto sources(const dims& shape, C& copies, const X&... x) {
+    return [&]<std::size_t... k>(std::index_sequence<k...>) {
+      return std::tuple{region_source<T>(x, shape, std::get<k>(copies))...};
+    }
+    (std::index_sequence_for<X...>{});
+  }
+
+  // All inputs and the seed are numbers: one scalar sweep; returns the value and the gradients.
+  template <class T, bool Backward, class... X>
+  auto scalar_sweep(T g, const X&... x) const {
+    const tuple<std::conditional_t<true, T, X>...> args{{static_cast<T>(x)}...};
+    sweep<Inner, decltype(args), plain_policy, T> s(inner, args);
+    s.forward();
+    const T v = static_cast<T>(s.result());
+    if constexpr (Backward) {
+      s.backward(g);
+      return [&]<std::size_t... k>(std::index_sequence<k...>) {
+        return std::pair{v, grads{static_cast<T>(s.template gradient<k>(g, T(0)))...}};
+      }
+      (std::index_sequence_for<X...>{});
+    } else {
+      return std::pair{v, 0};
+    }
+  }
+
+  template <class G, class... X>
+  auto backward_of(const G& g, const X&... x) const {
+    using T = typename region_value<X...>::type;
+    if constexpr (!XtExpr<G> && !(XtExpr<X> || ...)) {
+      return scalar_sweep<T, true>(static_cast<T>(g), x...).second;
+    } else {
+      dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...});
+      shape = broadcast_extents(shape, dims_of(g), "backward");
+      std::tuple<std::conditional_t<XtExpr<X>, work_array<T>, char>...> copies;
+      const auto srcs = sources<T>(shape, copies, x...);
+      work_array<T> seed_copy;
+      const auto seed = region_source<T>(g, shape, seed_copy);
+      std::size_t n = 1;
+      for (auto e : shape) n *= e;
+      // every input's gradient: an array of the region's shape, or a sum for a number input
+      auto out = std::tuple{gradient_holder<T, X>(shape)...};
+      auto sinks = [&]<std::size_t... k>(std::index_sequence<k...>) {
+        return std::tuple{sink_of(std::get<k>(out))...};
+      }
+      (std::index_sequence_for<X...>{});
+      no_sink none;
+      element_loop<T, true>(std::index_sequence_for<X...>{}, inner, srcs, n, seed, none, sinks);
+      return [&]<std::size_t... k>(std::index_sequence<k...>) {
+        return grads{finish(std::move(std::get<k>(out)), std::get<k>(sinks))...};
+      }
+      (std::index_sequence_for<X...>{});
+    }
+  }
+
+  template <class T, class X>
+  static auto gradient_holder(const dims& shape) {
+    if constexpr (XtExpr<X>) {
+      return work_array<T>::from_shape(shape);
+    } else {
+      return T(0);
+    }
+  }
+  template <class T>
+  static store_sink<T> sink_of(work_array<T>& a) {
+    return {a.data()};
+  }
+  template <class T>
+  requires std::is_arithmetic_v<T>
+  static sum_sink<T> sink_of(T&) { return {}; }
+  template <class T>
+  static work_array<T> finish(work_array<T>&& a, const store_sink<T>&) {
+    return std::move(a);
+  }
+  template <class T>
+  static T finish(T&&, const sum_sink<T>& s) {
+    return s.total();
+  }
+};
+
+// The array family of detail::call: an elementwise op applied to xtensor arrays (in the backward
+// of a reduction, on the general path) runs as a region of one op, so its body only ever sees
+// numbers and packs (Note [Lazy locals]) and comparisons are elementwise (xtensor's == is not);
+// comparisons give 0/1 in the region's type. Any other op evaluates its forward on the arrays.
+template <class Op, class... X>
+auto apply_in(array_family, const Op& op, const X&... x) {
+  if constexpr (is_elementwise<Op>()) {
+    return [&]<std::size_t... k>(std::index_sequence<k...>) {
+      using Inner = node<Op, arg<k>...>;
+      return region_op<Inner, sizeof...(X)>{Inner{op, {}}}.forward(x...);
+    }
+    (std::index_sequence_for<X...>{});
+  } else {
+    return op.forward(x...);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Captured arrays (Note [Captured arrays] in <metagrad/xtensor.hpp>): the elements of an array a
+// traced function read from outside, as a constant of the expression. Rank R, or xt::xarray for
+// a rank known only at run time (R = 0 stands for that). The copy is made once per evaluation,
+// from the pool (Note [Pooled arrays]): from the heap, freeing it at the end of each call let
+// glibc return the heap's top to the system and fault it in again on the next call, which cost
+// a 64 x 64 captured matrix 3.5x the time of its gradient.
+
+template <class T, std::size_t R>
+struct captured_array {
+  using array_type = std::conditional_t<
+      R == 0, work_array<T>,
+      xt::xtensor_container<xt::uvector<T, pool_allocator<T>>, R, xt::layout_type::row_major>>;
+  array_type array;
+};
+template <class T>
+inline constexpr bool is_captured_array_v = false;
+template <class T, std::size_t R>
+inline constexpr bool is_captured_array_v<captured_array<T, R>> = true;
+
+// The rank of an xtensor expression when its type fixes it, else 0.
+template <class X>
+constexpr std::size_t static_rank() {
+  using S = typename std::remove_cvref_t<X>::shape_type;
+  if constexpr (requires { std::tuple_size<S>::value; }) {
+    return std::tuple_size<S>::value;
+  } else if constexpr (
+      requires { S::size(); } && !requires { std::declval<S&>().resize(1); }) {
+    return S::size();  // xt::fixed_shape
+  } else {
+    return 0;
+  }
+}
+template <class X>
+inline constexpr std::size_t static_rank_v = static_rank<X>();
+
+// ---------------------------------------------------------------------------------------------
+// The rewrite. See Note [Regions].
+
+template <class E>
+inline constexpr bool elementwise_node_v = false;
+template <class Op, class... A>
+inline constexpr bool elementwise_node_v<node<Op, A...>> = is_elementwise<Op>();
+
+// The boundary of a region node (Note [Planning on the DAG] in plan.hpp): its stateless boundary
+// subtrees once each, by type (stateless_boundary), and its stateful ones at each occurrence, left
+// to right (stateful_boundary). Only stateful subtrees have stateful boundaries.
+template <class E>
+struct stateless_boundary {  // a leaf, or a node that is not elementwise
+  using type = std::conditional_t<stateless_v<E>, type_list<E>, type_list<>>;
+};
+template <class T>
+struct stateless_boundary<cst<T>> {
+  using type = type_list<>;
+};
+template <class Op, class... A>
+requires(is_elementwise<Op>()) struct stateless_boundary<node<Op, A...>> {
+  using type = typename merge_all<type_list<>, typename stateless_boundary<A>::type...>::type;
+};
+template <class E>
+struct stateful_boundary {
+  using type = std::conditional_t<stateless_v<E>, type_list<>, type_list<E>>;
+};
+template <class T>
+struct stateful_boundary<cst<T>> {  // a number stays inside; a captured array is an input
+  using type = std::conditional_t<is_captured_array_v<T>, type_list<cst<T>>, type_list<>>;
+};
+template <class Op, class... A>
+requires(is_elementwise<Op>()) struct stateful_boundary<node<Op, A...>> {
+  using type = typename concat<type_list<>, typename stateful_boundary<A>::type...>::type;
+};
+
+template <class L>
+struct list_size;
+template <class... O>
+struct list_size<type_list<O...>> {
+  static constexpr std::size_t value = sizeof...(O);
+};
+template <class E>
+inline constexpr std::size_t stateful_count = list_size<typename stateful_boundary<E>::type>::value;
+
+// Where each child's stateful boundaries start, counted within its parent.
+template <class... A>
+inline constexpr std::array<std::size_t, sizeof...(A) + 1> stateful_starts = [] {
+  std::array<std::size_t, sizeof...(A) + 1> s{};
+  const std::size_t counts[] = {stateful_count<A>...};
+  for (std::size_t k = 0; k < sizeof...(A); ++k) s[k + 1] = s[k] + counts[k];
+  return s;
+}();
+
+// The child holding stateful boundary M.
+template <std::size_t M, class... A>
+inline constexpr std::size_t child_holding_stateful = [] {
+  std::size_t k = 0;
+  while (M >= stateful_starts<A...>[k + 1]) ++k;
+  return k;
+}();
+
+// The inner expression of a stateless subtree E of a region whose stateless boundaries are SL:
+// boundary B becomes arg<its index in SL>. A type: nothing of E's object is needed.
+template <class E, class SL>
+struct rebuilt {
+  using type = arg<index_in<E>(SL{})>;  // a boundary
+};
+template <class T, class SL>
+struct rebuilt<cst<T>, SL> {
+  using type = cst<T>;
+};
+template <class Op, class... A, class SL>
+requires(is_elementwise<Op>()) struct rebuilt<node<Op, A...>, SL> {
+  using type = node<Op, typename rebuilt<A, SL>::type...>;
+};
+
+// The region's inner expression for the occurrence e whose stateful boundaries start at Start:
+// stateless boundaries become arg<index in SL>, stateful boundary m becomes arg<S + m>.
+template <class SL, std::size_t S, std::size_t Start, class E>
+constexpr auto rebuild(const E& e) {
+  if constexpr (stateless_v<E>) {
+    return typename rebuilt<E, SL>::type{};
+  } else if constexpr (is_cst_v<E>) {
+    if constexpr (is_captured_array_v<decltype(e.value)>) {
+      return arg<S + Start>{};  // a captured array: an input of the region
+    } else {
+      return e;
+    }
+  } else if constexpr (!elementwise_node_v<E>) {
+    return arg<S + Start>{};
+  } else {
+    return [&]<class Op, class... A>(const node<Op, A...>& n) {
+      return [&]<std::size_t... j>(std::index_sequence<j...>) {
+        return assemble(n.op, rebuild<SL, S, Start + stateful_starts<A...>[j]>(child<j>(n))...);
+      }
+      (std::index_sequence_for<A...>{});
+    }(e);
+  }
+}
+
+// Stateful boundary M of the region rooted at e (a reference into e).
+template <std::size_t M, class E>
+constexpr const auto& stateful_at(const E& e) {
+  if constexpr (!elementwise_node_v<E>) {
+    static_assert(M == 0);
+    return e;
+  } else {
+    return [&]<class Op, class... A>(const node<Op, A...>& n) -> const auto& {
+      constexpr std::size_t j = child_holding_stateful<M, A...>;
+      return stateful_at<M - stateful_starts<A...>[j]>(at<j>(n.args));  // a stateful child
+    }
+    (e);
+  }
+}
+
+template <class E>
+constexpr auto regionize(const E& e);
+
+template <class Op, class... A>
+constexpr auto make_region(const node<Op, A...>& e) {
+  using E = node<Op, A...>;
+  using SL = typename stateless_boundary<E>::type;
+  constexpr std::size_t S = list_size<SL>::value, F = stateful_count<E>;
+  using R = region_op<decltype(rebuild<SL, S, 0>(e)), S + F>;
+  const R region{rebuild<SL, S, 0>(e)};
+  return [&]<std::size_t... u, std::size_t... m>(std::index_sequence<u...>,
+                                                 std::index_sequence<m...>) {
+    return assemble(region, regionize(typename type_at<u, SL>::type{})...,
+                    regionize(stateful_at<m>(e))...);
+  }
+  (std::make_index_sequence<S>{}, std::make_index_sequence<F>{});
+}
+
+template <class E>
+constexpr auto regionize_node(const E& e) {
+  if constexpr (elementwise_node_v<E>) {
+    return make_region(e);
+  } else if constexpr (requires { e.args; }) {
+    return [&]<class Op, class... A>(const node<Op, A...>& n) {
+      return [&]<std::size_t... j>(std::index_sequence<j...>) {
+        return assemble(n.op, regionize(child<j>(n))...);
+      }
+      (std::index_sequence_for<A...>{});
+    }(e);
+  } else {
+    return e;  // a leaf or a constant
+  }
+}
+
+/// The expression with every maximal elementwise subtree replaced by one region node. A stateless
+/// subtree is rewritten by its type alone, so a subexpression reused many times costs nothing more
+/// (Note [Planning on the DAG]).
+template <class E>
+constexpr auto regionize(const E& e) {
+  if constexpr (stateless_v<E>) {
+    using R = decltype(regionize_node(e));
+    static_assert(stateless_v<R>);
+    return R{};
+  } else {
+    return regionize_node(e);
+  }
+}
+
+template <class E>
+using regionized_t = decltype(regionize(std::declval<const E&>()));
+
+}  // namespace mg::detail
