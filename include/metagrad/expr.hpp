@@ -194,14 +194,14 @@ MG_HD constexpr node<Op, C...> assemble(const Op& op, const C&... c) {
 }
 
 template <class Op, class... Ts>
-MG_HD constexpr auto make_node(Op op, Ts&&... ts) {
+MG_HD constexpr auto make_expr(Op op, Ts&&... ts) {
   return assemble(op, as_expr(std::forward<Ts>(ts))...);
 }
 
 // The expression family of detail::call: applying an op records a node.
 template <class Op, class... X>
 MG_HD constexpr auto apply_in(expr_family, const Op& op, const X&... x) {
-  return make_node(op, x...);
+  return make_expr(op, x...);
 }
 }  // namespace detail
 

@@ -255,7 +255,7 @@ struct function_access {
         outs.push_back(gs[i]);
       }
     if (outs.empty()) return;
-    auto e = make_node<delayed_error_node>();
+    auto e = new_graph_node<delayed_error_node>();
     e->function = function;
     e->next.resize(in.size());
     e->meta.resize(outs.size());
@@ -271,7 +271,7 @@ struct function_access {
     bool any = false;
     for (const auto& t : inputs) any = any || (t.defined() && t.requires_grad());
     const bool record = grad_mode() && any;
-    auto n = make_node<function_node<F>>();
+    auto n = new_graph_node<function_node<F>>();
     Ctx& ctx = n->ctx;
     ctx.name_ = op_name<F>();
     ctx.needs_.resize(inputs.size());

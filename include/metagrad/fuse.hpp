@@ -272,7 +272,7 @@ struct fused_fn {
     // forward-mode AD: f op by op, each op giving its output a tangent
     if (forward_ad_active() && (has_tangent(*x.impl()) || ...)) return tensor(f(x...));
     const bool record = grad_mode() && (x.requires_grad() || ...);
-    auto n = record ? make_node<fused_node<F, N>>(f) : nullptr;
+    auto n = record ? new_graph_node<fused_node<F, N>>(f) : nullptr;
     tensor y;
     if constexpr (fusible_v<traced_t<F, N>>) {
       if (record && full_sum(trace(f, std::make_index_sequence<N>{})) && same_shape(x...)) {

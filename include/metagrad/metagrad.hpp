@@ -17,5 +17,6 @@
 #include <metagrad/saved_tensors.hpp>
 #include <metagrad/static.hpp>
 #include <metagrad/tensor.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/version.hpp>
 #include <metagrad/xtensor.hpp>

@@ -11,7 +11,7 @@
 //
 // Note [Iterative destruction]: freeing the head of a chain of a million nodes must not recurse a
 // million times, whatever holds the chain together (edges, saved tensors, hooks that captured
-// tensors). Every node is created by make_node, whose most-derived destructor first moves
+// tensors). Every node is created by new_graph_node, whose most-derived destructor first moves
 // everything the node owns that can own other nodes (edges, saved tensors, hooks) onto a
 // thread-local list; the outermost such destructor then drains the list. A destruction that
 // starts while the list is being drained only adds to it, so destructors nest two levels deep.
@@ -173,8 +173,8 @@ struct graph_node {
   virtual std::span<saved_variable> saved() { return {}; }
   // grads: one per output (null: none arrived); out: one per edge, null on entry. Nodes
   // that want_undefined() are called even when no gradient arrived (custom Functions). A node
-  // type defines it as a non-virtual `backward(grads, out)`, which make_node's final_node calls
-  // (Note [Backward through a pointer], saved.hpp).
+  // type defines it as a non-virtual `backward(grads, out)`, which new_graph_node's final_node
+  // calls (Note [Backward through a pointer], saved.hpp).
   virtual void apply(std::span<impl_ptr> grads, std::span<impl_ptr> out) = 0;
   virtual bool wants_undefined() const { return false; }
   // The tensor hooks to run on the gradients this node receives (a grad accumulator: its leaf's).

@@ -548,7 +548,7 @@ edge gradient_edge(const impl_ptr& t) {
   std::lock_guard lock(striped_mutex<1>(t.get()));
   auto acc = t->grad_accumulator.lock();
   if (!acc) {
-    acc = make_node<accumulate_grad>(t);
+    acc = new_graph_node<accumulate_grad>(t);
     t->grad_accumulator = acc;
   }
   return {std::move(acc), 0};
@@ -627,7 +627,7 @@ tensor record(const Op& op, tensor out, const bound_numbers<K>& nums, const T&..
     (std::make_index_sequence<N>{});
     // an integer or bool result (x.to(mg::i64)) carries no gradient, as in torch
     if (!grad_mode() || !any || !is_floating(out.dtype())) return out;
-    auto n = make_node<node_t>(op);
+    auto n = new_graph_node<node_t>(op);
     n->numbers = nums.values;
     n->set_number_dtype(nums.dtype);
     [&]<std::size_t... I>(std::index_sequence<I...>) {

@@ -28,8 +28,8 @@
 #include <utility>
 #include <vector>
 
-#include <metagrad/runtime/graph.hpp>
 #include <metagrad/error.hpp>
+#include <metagrad/runtime/graph.hpp>
 
 namespace mg::detail {
 
@@ -390,16 +390,16 @@ void surrender_node(graph_node& n) {
   d.active = false;
 }
 
-// Every node is made by make_node, so that its destructor surrenders first, and so that its
+// Every node is made by new_graph_node, so that its destructor surrenders first, and so that its
 // backward is reached through a pointer (Note [Backward through a pointer]).
 //
 // Note [Backward through a pointer]: a node type's backward is its non-virtual member
 // `backward(grads, out)`; the one virtual apply is final_node<T>'s, which calls it through a
-// pointer per node type that only make_node<T> sets. GCC keeps every virtual function of a
+// pointer per node type that only new_graph_node<T> sets. GCC keeps every virtual function of a
 // vtable it has seen alive for devirtualization, with all it calls; a backward reached that way
 // (an op node's holds the kernels of every dtype) cost every file that includes the runtime
 // engine's headers its optimization, whether the file records that node or not. Named only by
-// make_node, it is compiled where a node of its type is made. The pointer is per type, not per
+// new_graph_node, it is compiled where a node of its type is made. The pointer is per type, not per
 // node: a node is no larger. (docs/performance.md, "Cheap headers".)
 template <class T>
 struct final_node final : T {
@@ -416,7 +416,7 @@ struct final_node final : T {
 };
 
 template <class T, class... A>
-std::shared_ptr<T> make_node(A&&... a) {
+std::shared_ptr<T> new_graph_node(A&&... a) {
   static const bool set = (final_node<T>::backward_of_type = &final_node<T>::run_backward, true);
   (void)set;
   return std::make_shared<final_node<T>>(std::forward<A>(a)...);

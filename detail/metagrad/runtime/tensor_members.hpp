@@ -300,7 +300,7 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
     old.impl()->grad_fn = b->grad_fn;
     old.impl()->output_nr = b->output_nr;
     old.impl()->requires_grad = b->requires_grad;
-    auto n = make_node<copy_slices_node<L>>();
+    auto n = new_graph_node<copy_slices_node<L>>();
     n->geo = geo;
     record_node(n, std::array<tensor, 2>{old, r}, std::array<tensor, 1>{tensor(b)});
     const tensor view(alias_of(si));
@@ -594,7 +594,7 @@ tensor cat(const tensor_list& xs, std::int64_t dim, call_site site) {
   bool any = false;
   for (const auto& x : xs) any = any || x.requires_grad();
   if (!detail::grad_mode() || !any) return out;
-  auto n = detail::make_node<detail::cat_list_node<I>>();
+  auto n = detail::new_graph_node<detail::cat_list_node<I>>();
   n->dim = static_cast<std::int64_t>(d);
   n->next.resize(xs.size());
   n->offsets.push_back(0);

@@ -33,14 +33,14 @@
 #include <utility>
 #include <vector>
 
-#include <metagrad/static/plan.hpp>
-#include <metagrad/static/sweep.hpp>
 #include <metagrad/core/tuple.hpp>
 #include <metagrad/core/type_list.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/expr.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/static/evaluator.hpp>
+#include <metagrad/static/plan.hpp>
+#include <metagrad/static/sweep.hpp>
 #include <metagrad/unroll.hpp>
 
 namespace mg::detail {
@@ -495,7 +495,7 @@ template <std::size_t N, std::size_t K, std::size_t M, std::size_t J, class... B
 template <std::size_t i, class All>
 auto scan_op<N, K, M, J, B...>::vjp_node(const All& all) const {
   return [&]<std::size_t... c>(std::index_sequence<c...>) {
-    return make_node(scan_vjp_op<i, scan_op>{*this}, std::get<c>(all)..., std::get<K + M + 1>(all));
+    return make_expr(scan_vjp_op<i, scan_op>{*this}, std::get<c>(all)..., std::get<K + M + 1>(all));
   }
   (std::make_index_sequence<K + M>{});
 }
@@ -730,7 +730,7 @@ auto scan(Step& step, S init) {
           scan_op<N, K, M, c,
                   typename renamed<
                       Map, std::tuple_element_t<j, std::remove_cvref_t<decltype(body)>>>::type...>;
-      return make_node(Op{op0.body}, arg<o>{}..., state_component<j>(init)...);
+      return make_expr(Op{op0.body}, arg<o>{}..., state_component<j>(init)...);
     };
     return state_like<S>(node_of(std::integral_constant<std::size_t, j>{})...);
   }
