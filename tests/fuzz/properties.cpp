@@ -8,6 +8,7 @@
 #include <metagrad/autograd.hpp>
 #include <metagrad/forward_ad.hpp>
 #include <metagrad/tensor.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 
 #include "fuzz/run.hpp"
 

@@ -139,6 +139,35 @@ TEST(SavedHooks, SeedPackAndUnpackEachSavedTensor) {
   EXPECT_EQ(values(a.grad()), (std::vector<double>(5, 2.0)));
 }
 
+// An unpack hook that returns another dtype: the saved tensor is converted back to the dtype it
+// was saved in (torch computes in the returned dtype, which gives the same values: the f32
+// values of exp(x), widened); another shape is an error naming the shapes.
+TEST(SavedHooks, UnpackConvertsToTheSavedDtypeAndChecksTheShape) {
+  tensor x = tensor({1., 2., 3.}, mg::f64).requires_grad_();
+  tensor y;
+  {
+    mg::autograd::saved_tensors_hooks_guard g(
+        [](const tensor& t) { return values(t); },
+        [](const std::vector<double>& v) { return tensor({v[0], v[1], v[2]}, mg::f32); });
+    y = mg::exp(x);  // saves its output
+  }
+  y.sum().backward();
+  EXPECT_EQ(x.grad().dtype(), mg::f64);
+  for (int i = 0; i < 3; ++i) {
+    const double e = std::exp(i + 1.0);
+    EXPECT_EQ(x.grad().to_xtensor<double>()(i), static_cast<double>(static_cast<float>(e)));
+  }
+  tensor z = tensor({1., 2., 3.}, mg::f64).requires_grad_();
+  {
+    mg::autograd::saved_tensors_hooks_guard g(
+        [](const tensor& t) { return values(t); },
+        [](const std::vector<double>& v) { return tensor({v[0], v[1]}, mg::f64); });
+    y = mg::exp(z);
+  }
+  mg_test::expect_error([&] { y.sum().backward(); },
+                        {"exp", "unpack hook", "shape [2]", "shape [3]"});
+}
+
 TEST(SavedHooks, PackedValuesOfAnyTypeAndTheInnermostGuardWins) {
   tensor x = tensor({1., 2., 3.}, mg::f64).requires_grad_();
   int outer = 0, inner = 0;
@@ -158,7 +187,7 @@ TEST(SavedHooks, PackedValuesOfAnyTypeAndTheInnermostGuardWins) {
             return values(t);
           },
           [](const std::vector<double>& v) {
-            return tensor{v[0], v[1], v[2]};
+            return tensor({v[0], v[1], v[2]}, mg::f64);
           });
       y = mg::sin(x);
     }

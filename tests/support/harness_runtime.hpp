@@ -52,7 +52,7 @@ void check_runtime(const F& f, X... xs) {
   const auto [value, static_grads] = mg::value_and_grad(f)(double(xs)...);
   const auto sg = as_tuple(static_grads);
   auto leaves = [&] {
-    return std::array<mg::tensor, n>{mg::tensor(double(xs)).requires_grad_()...};
+    return std::array<mg::tensor, n>{mg::tensor(double(xs), mg::f64).requires_grad_()...};
   };
 
   // value and first order through backward

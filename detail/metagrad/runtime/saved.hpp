@@ -33,6 +33,10 @@
 
 namespace mg::detail {
 
+// backend/tensor_kernels.hpp (what unpack converts with; defined wherever unpack is compiled)
+inline impl_ptr copy_kernel(const tensor_impl& x, dtype d, const shape_t& shape);
+inline impl_ptr transfer_kernel(const tensor_impl& x, device dev);
+
 // The node of input t's gradient (nodes.hpp).
 template <int = 0>
 edge gradient_edge(const impl_ptr& t);
@@ -162,6 +166,11 @@ class saved_variable {
   struct packed_entry {
     std::shared_ptr<packed_tensor> packed;
     std::shared_ptr<graph_node> history;  // grad_fn (the accumulator, for a leaf) when saved
+    // What was saved: the unpack hook's result must have its shape, and is converted to its
+    // dtype and device (torch computes in the types unpack returns, which gives these values).
+    shape_t shape;
+    mg::dtype dtype = mg::dtype::f32;
+    mg::device device = mg::device::cpu;
     bool is_output = false;
   };
 
@@ -215,6 +224,9 @@ void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version,
   if (!hooks.stack.empty()) {
     auto e = std::make_shared<packed_entry>();
     e->is_output = is_output;
+    e->shape = t->shape;
+    e->dtype = t->dtype();
+    e->device = t->device();
     if (!is_output) e->history = t->grad_fn ? t->grad_fn : gradient_edge(t).function;
     const std::uint64_t version = t->store->version;
     e->packed = (*hooks.stack.back())(is_output ? alias_of(*t) : t);
@@ -332,7 +344,13 @@ impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) const {
         fail(op,
              ": a saved-tensor unpack hook returned an undefined tensor; it must return the "
              "tensor pack received (or one equal to it)");
-      auto t = alias_of(*u);
+      if (u->shape != e.shape)
+        fail(op, ": a saved-tensor unpack hook returned a tensor of shape ",
+             shape_string(u->shape), " for a saved tensor of shape ", shape_string(e.shape),
+             "; it must return the tensor pack received (or one equal to it)");
+      impl_ptr c = u->dtype() == e.dtype ? u : copy_kernel(*u, e.dtype, u->shape);
+      if (c->device() != e.device) c = transfer_kernel(*c, e.device);
+      auto t = alias_of(*c);
       t->grad_fn = e.is_output ? self() : e.history;
       t->output_nr = output_nr_;
       return t;
