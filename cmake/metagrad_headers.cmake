@@ -83,6 +83,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/runtime/forward_ad.hpp
   detail/metagrad/runtime/graph.hpp
   detail/metagrad/runtime/hooks.hpp
+  detail/metagrad/runtime/in_place.hpp
   detail/metagrad/runtime/instances.hpp
   detail/metagrad/runtime/nodes.hpp
   detail/metagrad/runtime/profiler.hpp
