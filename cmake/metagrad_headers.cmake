@@ -89,6 +89,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/runtime/profiler.hpp
   detail/metagrad/runtime/profiler_report.hpp
   detail/metagrad/runtime/saved.hpp
+  detail/metagrad/runtime/saves.hpp
   detail/metagrad/runtime/tensor_inline.hpp
   detail/metagrad/runtime/tensor_members.hpp
   detail/metagrad/runtime/tensor_print.hpp

@@ -11,13 +11,6 @@
 #include <type_traits>
 #include <vector>
 
-#include <metagrad/runtime/engine.hpp>
-#include <metagrad/runtime/forward_ad.hpp>
-#include <metagrad/runtime/graph.hpp>
-#include <metagrad/runtime/hooks.hpp>
-#include <metagrad/runtime/in_place.hpp>
-#include <metagrad/runtime/profiler.hpp>
-#include <metagrad/runtime/apply.hpp>
 #include <metagrad/backend/tensor_kernels.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/ops/arithmetic.hpp>
@@ -28,9 +21,16 @@
 #include <metagrad/ops/reductions.hpp>
 #include <metagrad/ops/shape.hpp>
 #include <metagrad/ops/split.hpp>
-#include <metagrad/tensor_class.hpp>
+#include <metagrad/runtime/apply.hpp>
+#include <metagrad/runtime/engine.hpp>
+#include <metagrad/runtime/forward_ad.hpp>
+#include <metagrad/runtime/graph.hpp>
+#include <metagrad/runtime/hooks.hpp>
+#include <metagrad/runtime/in_place.hpp>
+#include <metagrad/runtime/profiler.hpp>
 #include <metagrad/runtime/tensor_inline.hpp>
 #include <metagrad/runtime/tensor_print.hpp>
+#include <metagrad/tensor_class.hpp>
 
 namespace mg {
 
@@ -89,7 +89,8 @@ MG_API detail::impl_ptr detail::from_values(const shape_t& shape, dtype stored, 
                                             dtype wanted) {
   auto t = make_impl(shape, stored);
   if (t->numel())
-    std::memcpy(t->store->data, values, static_cast<std::size_t>(t->numel()) * element_size(stored));
+    std::memcpy(t->store->data, values,
+                static_cast<std::size_t>(t->numel()) * element_size(stored));
   return stored == wanted ? t : copy_kernel(*t, wanted, shape);
 }
 

@@ -12,9 +12,9 @@
 
 #include <metagrad/core/algebra.hpp>
 #include <metagrad/core/dispatch.hpp>
-#include <metagrad/static/sweep.hpp>
 #include <metagrad/expr.hpp>
 #include <metagrad/ops.hpp>
+#include <metagrad/static/sweep.hpp>
 #include <metagrad/to_string.hpp>
 
 namespace mg {
