@@ -84,6 +84,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/runtime/graph.hpp
   detail/metagrad/runtime/hooks.hpp
   detail/metagrad/runtime/in_place.hpp
+  detail/metagrad/runtime/lazy.hpp
   detail/metagrad/runtime/instances.hpp
   detail/metagrad/runtime/nodes.hpp
   detail/metagrad/runtime/profiler.hpp
