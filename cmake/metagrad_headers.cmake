@@ -83,11 +83,14 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/runtime/forward_ad.hpp
   detail/metagrad/runtime/graph.hpp
   detail/metagrad/runtime/hooks.hpp
+  detail/metagrad/runtime/in_place.hpp
+  detail/metagrad/runtime/lazy.hpp
   detail/metagrad/runtime/instances.hpp
   detail/metagrad/runtime/nodes.hpp
   detail/metagrad/runtime/profiler.hpp
   detail/metagrad/runtime/profiler_report.hpp
   detail/metagrad/runtime/saved.hpp
+  detail/metagrad/runtime/saves.hpp
   detail/metagrad/runtime/tensor_inline.hpp
   detail/metagrad/runtime/tensor_members.hpp
   detail/metagrad/runtime/tensor_print.hpp

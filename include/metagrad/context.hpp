@@ -70,7 +70,7 @@ class context {
     return r;
   }
   /// All the saved tensors, in the order given to save_for_backward.
-  template <class = void>  // Note [Lazy members] in tensor_class.hpp (not int: saved_tensors<N>)
+  template <class = void>  // Note [Lazy members] in runtime/lazy.hpp (not int: saved_tensors<N>)
   tensor_list saved_tensors() const {
     if (!saved_) return to_save_;
     tensor_list r;

@@ -243,7 +243,7 @@ struct function_access {
       if (n.next[i] && gs[i].defined()) out[i] = gs[i].impl();
   }
 
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   static void wrap_delayed_error(tensor_list& gs, const tensor_list& g, const char* function) {
     tensor_list in, outs;
     for (const auto& t : g)

@@ -218,7 +218,7 @@ struct fused_node : graph_node {
     const xt::xarray<T> seed = g.template to_xtensor<T>();
     const auto r = std::apply(
         [&](const auto&... a) {
-          return evaluator<xtensor_family>::template vjp<k...>(f, seed, a...);
+          return evaluator<array_family>::template vjp<k...>(f, seed, a...);
         },
         xs);
     return {tensor(xt::xarray<T>(std::get<k>(r)))...};
@@ -297,7 +297,7 @@ struct fused_fn {
   template <class T, class Node, class... A>
   tensor forward_and_gradients(Node& n, const A&... x) const {
     auto [v, g] = [&]<std::size_t... k>(std::index_sequence<k...>) {
-      return evaluator<xtensor_family>::template value_and_grad<k...>(
+      return evaluator<array_family>::template value_and_grad<k...>(
           f, x.template to_xtensor<T>()...);
     }
     (std::index_sequence_for<A...>{});
@@ -310,7 +310,7 @@ struct fused_fn {
 
   template <class T, class... A>
   tensor forward(const A&... x) const {
-    return tensor(evaluator<xtensor_family>::value(f, x.template to_xtensor<T>()...));
+    return tensor(evaluator<array_family>::value(f, x.template to_xtensor<T>()...));
   }
 };
 }  // namespace detail

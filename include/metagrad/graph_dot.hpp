@@ -33,7 +33,7 @@ namespace mg {
 namespace detail {
 // Reads a saved_variable without unpacking it: no hook runs, no version check, nothing thrown.
 struct graph_dot_access {
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   static std::string describe(const saved_variable& v) {
     using k = saved_variable::kind;
     if (v.freed_) return "freed";
@@ -93,7 +93,7 @@ struct dot_options {
 /// auto y = (x * w).sum();
 /// std::ofstream("graph.dot") << mg::autograd::to_dot({y});   // dot -Tsvg graph.dot
 /// ```
-template <int I = 0>  // Note [Lazy members] in tensor_class.hpp
+template <int I = 0>  // Note [Lazy members] in runtime/lazy.hpp
 std::string to_dot(const tensor_list& outputs, const dot_options& options = {}) {
   MG_DETAIL_LAZY_ENGINE(I);
   using detail::graph_node;

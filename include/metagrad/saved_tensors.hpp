@@ -125,7 +125,7 @@ namespace mg::autograd {
 /// saved tensor copies it first, so backward sees the value forward used.
 class allow_mutation_on_saved_tensors_guard {
  public:
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   allow_mutation_on_saved_tensors_guard()
       : nesting_check_(),
         guard_(

@@ -80,8 +80,8 @@ constexpr auto vjp_numbers(const F& f, const std::tuple<X...>& primals, const U&
     static_assert(std::is_arithmetic_v<U>,
                   "metagrad: the cotangent of a function returning one value is a number");
   }
-  using Family = typename detail::refine_family<detail::scalar_family, F, n>::type;
-  if constexpr (!tuple_valued && std::is_same_v<Family, detail::scalar_family>) {
+  using Family = typename detail::refine_family<detail::number_family, F, n>::type;
+  if constexpr (!tuple_valued && std::is_same_v<Family, detail::number_family>) {
     // one forward and one backward sweep, seeded with u
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       auto [y, g] = detail::evaluator<Family>::template value_and_vjp<I...>(
@@ -104,7 +104,7 @@ constexpr auto vjp_numbers(const F& f, const std::tuple<X...>& primals, const U&
         return f(a...) * cotangent;
       }
     };
-    if constexpr (std::is_same_v<Family, detail::scalar_family>) {
+    if constexpr (std::is_same_v<Family, detail::number_family>) {
       return std::pair{std::apply(f, primals), std::apply(mg::grad(weighted), primals)};
     } else {
       // f holds captured data: its value comes from the family's evaluator (called on numbers,

@@ -34,12 +34,11 @@
 namespace mg {
 
 namespace detail {
-struct xtensor_family {};
 
 template <class T>
 requires XtExpr<T>
 struct evaluator_family_of<T> {
-  using type = xtensor_family;
+  using type = array_family;
 };
 
 // Note [Captured arrays]: an array a traced function reads from outside (`[&y](auto mu) { return
@@ -51,7 +50,7 @@ struct evaluator_family_of<T> {
 template <class E>
 requires has_array_constant_v<E>
 struct constants_family<E> {
-  using type = xtensor_family;
+  using type = array_family;
 };
 
 // Is the root of a fusible expression a sum of all elements (not along a dim)?
@@ -77,7 +76,7 @@ struct constructed_by {
 };
 
 template <>
-struct evaluator<xtensor_family> : tangent_transforms<xtensor_family> {
+struct evaluator<array_family> : tangent_transforms<array_family> {
   template <std::size_t... I, class F, class... A>
   static auto value_and_grad(const F& f, const A&... args) {
     return value_and_grad_as<pair_of_tuple, I...>(f, args...);

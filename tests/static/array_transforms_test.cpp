@@ -27,7 +27,7 @@ arr randn(std::vector<std::size_t> shape, unsigned seed) {
   xt::random::seed(seed);
   return xt::random::randn<double>(shape);
 }
-using engine = mg::detail::evaluator<mg::detail::xtensor_family>;
+using engine = mg::detail::evaluator<mg::detail::array_family>;
 
 // d/dh f(x + h v) at h = 0, for f of one array returning an array
 template <class F>

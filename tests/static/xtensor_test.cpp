@@ -297,7 +297,7 @@ TEST(StaticXtensor, ValueAndVectorJacobianProduct) {
   // f maps arrays to arrays; vjp gives the gradient of sum(seed * f)
   const auto x = randn({2, 3}, 22), seed = randn({2, 3}, 23);
   auto f = [](auto v, auto w) { return sin(v) * w; };
-  using engine = mg::detail::evaluator<mg::detail::xtensor_family>;
+  using engine = mg::detail::evaluator<mg::detail::array_family>;
   const xt::xarray<double> value = engine::value(f, x, 2.0);
   const auto [gx, gw] = engine::vjp<0, 1>(f, seed, x, 2.0);
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -351,7 +351,7 @@ TEST(StaticXtensorRegions, VjpOfAnElementwiseFunctionIsOneRegion) {
   // the root itself is a region: value and vjp against closed forms, with broadcasting
   const auto x = randn({2, 3}, 34), y = randn({3}, 35), seed = randn({2, 3}, 36);
   auto f = [](auto a, auto c) { return exp(a) * c - a / (2.0 + c * c); };
-  using engine = mg::detail::evaluator<mg::detail::xtensor_family>;
+  using engine = mg::detail::evaluator<mg::detail::array_family>;
   const xt::xarray<double> v = engine::value(f, x, y);
   const auto [gx, gy] = engine::vjp<0, 1>(f, seed, x, y);
   for (std::size_t i = 0; i < 2; ++i)

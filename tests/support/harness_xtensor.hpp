@@ -78,7 +78,7 @@ namespace mg_test {
 template <std::size_t N, class F>
 void check_xt_arrays(const F& f, const std::vector<std::vector<std::size_t>>& shapes,
                      const std::vector<std::pair<double, double>>& ranges) {
-  using evaluator = mg::detail::evaluator<mg::detail::xtensor_family>;
+  using evaluator = mg::detail::evaluator<mg::detail::array_family>;
   std::mt19937_64 gen(5);
   std::array<xt::xarray<double>, N> x;
   for (std::size_t k = 0; k < N; ++k) {
@@ -149,7 +149,7 @@ namespace mg_test {
 template <std::size_t N, class F>
 void check_xt_forward(const F& f, const std::vector<std::vector<std::size_t>>& shapes,
                       const std::vector<std::pair<double, double>>& ranges, bool second_order) {
-  using evaluator = mg::detail::evaluator<mg::detail::xtensor_family>;
+  using evaluator = mg::detail::evaluator<mg::detail::array_family>;
   std::mt19937_64 gen(11);
   std::array<xt::xarray<double>, N> x, v;
   for (std::size_t k = 0; k < N; ++k) {

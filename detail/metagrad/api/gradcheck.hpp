@@ -84,7 +84,7 @@ tensor_list call(F& fn, const tensor_list& args, const char* api) {
 }
 
 // The helpers that apply ops are templates in name only, which check() calls with L, a value that
-// depends on its F (Note [Lazy members] in <metagrad/tensor_class.hpp>).
+// depends on its F (Note [Lazy members] in runtime/lazy.hpp).
 template <int I>
 std::vector<double> values(const tensor& t) {
   const auto a = lazy<I>(t).template to_xtensor<double>();

@@ -8,7 +8,7 @@
 // user's file then sees declarations only: <metagrad/tensor.hpp> includes the class, the op
 // structs and the templates on the caller's own types (constructors, item<T>, hooks), and no
 // kernel, node or engine code. The engine's functions are still written in headers, as templates
-// in name only (Note [Lazy members] in tensor_class.hpp) and inline functions, so that the same
+// in name only (Note [Lazy members] in runtime/lazy.hpp) and inline functions, so that the same
 // sources build in header-only mode (METAGRAD_HEADER_ONLY, target metagrad::header_only), where
 // <metagrad/tensor.hpp> includes them and a file instantiates only what it calls. The library
 // instantiates each of them explicitly (src/instances_*.cpp), and the ops' tensor family for
@@ -85,7 +85,7 @@
 // sweep.hpp and plan.hpp's object<s> name plan_v<E> directly.
 
 // MG_DETAIL_CHECK_LAZY (tests/compile_fail/lazy_headers.cpp): a file that includes the runtime
-// engine and calls none of it must not instantiate it (Note [Lazy members] in tensor_class.hpp).
+// engine and calls none of it must not instantiate it (Note [Lazy members] in runtime/lazy.hpp).
 // Under the macro, MG_DETAIL_LAZY_GUARD(Op) (in the tensor family's apply_in) makes instantiating
 // an op a compile error, and MG_DETAIL_LAZY_ENGINE(I), in the body of a function that is a
 // template in name only, makes instantiating it one. A few sentinels carry the second: the

@@ -47,7 +47,7 @@ struct shape_rule {
     }
   }
 
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   shape_t apply(const shape_t& in) const {
     switch (kind) {
       case flatten: {
@@ -81,7 +81,7 @@ struct shape_rule {
     }
   }
 
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   shape_t resolve(const shape_t& in) const {
     const std::int64_t n = numel_of(in);
     std::int64_t known = 1;
@@ -149,7 +149,7 @@ struct permutation {
   std::int64_t d0 = 0, d1 = 0;
   bool swap = false;
 
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   std::vector<std::size_t> apply(const shape_t& in) const {
     const std::size_t n = in.size();
     std::vector<std::size_t> p(n);
@@ -178,7 +178,7 @@ struct permutation {
   }
   // The permutation that undoes this one on a tensor of rank n.
   // The permutation that undoes this one on a tensor of rank n (this one already checked).
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   permutation inverse(std::size_t n) const {
     if (swap) return *this;
     permutation r;

@@ -17,7 +17,7 @@ class hook_handle;
 namespace mg::detail {
 
 struct graph_node;  // runtime/graph.hpp
-struct hook_set;  // runtime/hooks.hpp
+struct hook_set;    // runtime/hooks.hpp
 
 // Inference mode (thread-local, as torch's): grad mode is off and the tensors created are
 // inference tensors, which cannot be saved for backward.

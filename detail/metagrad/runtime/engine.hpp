@@ -62,7 +62,7 @@ class node_table {
   static constexpr std::uint32_t max_buffers = (1u << 27) - 2;
 
   // The slot of n, inserted (flags need|exec) if absent; fresh tells which.
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   slot& find(const graph_node* n, bool& fresh) {
     if (2 * (size_ + 1) > slots_.size()) grow();
     std::size_t i = hash(n) & (slots_.size() - 1);
@@ -87,7 +87,7 @@ class node_table {
     return static_cast<std::size_t>(
         (reinterpret_cast<std::uintptr_t>(n) >> 4) * 0x9E3779B97F4A7C15ULL >> 16);
   }
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   void grow() {
     std::vector<slot> old(std::max<std::size_t>(64, slots_.size() * 2));
     old.swap(slots_);

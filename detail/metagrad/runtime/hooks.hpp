@@ -67,7 +67,7 @@ struct hook_set {
   std::vector<std::pair<std::uint64_t, post_accumulate_fn>> post_accumulate;  // leaves only
   std::weak_ptr<graph_node> parent;  // anomaly mode: the node whose backward recorded this one
 
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   bool remove(std::uint64_t id) {
     const auto by_id = [id](const auto& h) { return h.first == id; };
     auto t = std::find_if(tensor_hooks.begin(), tensor_hooks.end(),
@@ -153,13 +153,13 @@ inline void release_node_self_capture(const std::shared_ptr<graph_node>& n) {
 
 // Makes hook handles (a friend of mg::hook_handle).
 struct hook_access {
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   static hook_handle make(const std::shared_ptr<hook_set>& s, std::uint64_t id) {
     hook_handle h;
     h.hooks_.emplace_back(s, id);
     return h;
   }
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   static void join(hook_handle& into, const hook_handle& h) {
     into.hooks_.insert(into.hooks_.end(), h.hooks_.begin(), h.hooks_.end());
   }

@@ -4,7 +4,7 @@
 // runtime/definitions.hpp in compiled mode, with every section. No include guard: it is included once per
 // meaning of MG_INSTANCE.
 //   - core: mg::tensor's members and the free functions on tensors that are templates in name
-//     only (Note [Lazy members] in tensor_class.hpp), and the engine functions the public
+//     only (Note [Lazy members] in runtime/lazy.hpp), and the engine functions the public
 //     headers declare;
 //   - the others: the tensor family of detail::call for each built-in op, with every kind of
 //     operand a program can pass: tensors, and numbers as double, std::int64_t or bool

@@ -202,7 +202,7 @@ class op_range {
 // gradients the node receives (its forward outputs).
 class node_range {
  public:
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   explicit node_range(graph_node& n) {
     if (const unsigned f = profiler_flags.load(std::memory_order_relaxed)) [[unlikely]]
       begin(f, n);
@@ -215,7 +215,7 @@ class node_range {
   }
 
  private:
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   [[gnu::cold, gnu::noinline]] void begin(unsigned f, graph_node& n) {
     auto o = try_open(f);
     if (!o) return;

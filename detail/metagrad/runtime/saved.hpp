@@ -116,11 +116,11 @@ class saved_variable {
 
   // Saves t for the backward of `owner` (named `op` in messages); `is_output`: t is an output of
   // owner. check_version false: backward reads only the shape (saved::input_shapes).
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   void save(const impl_ptr& t, bool is_output, bool check_version, const char* op);
 
   // The saved tensor (null if nothing was saved), its grad_fn re-attached.
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   impl_ptr unpack(const graph_node* owner, const char* op) const;
 
   // Where the saved elements are, checked as unpack checks them, for a kernel that only reads

@@ -1,5 +1,5 @@
 // The static engine's evaluators and transforms (what <metagrad/static.hpp>'s public functions
-// are made of): the evaluator family of a call's arguments, evaluator<scalar_family> (plain
+// are made of): the evaluator family of a call's arguments, evaluator<number_family> (plain
 // sweeps on numbers), and the transform objects mg::grad, mg::value_and_grad, mg::jacobian and
 // mg::hessian return. The loop node (static/scan.hpp) and the xtensor evaluator (xt/) build on
 // them.
@@ -11,9 +11,10 @@
 #include <utility>
 
 #include <metagrad/core/algebra.hpp>
-#include <metagrad/static/sweep.hpp>
+#include <metagrad/core/dispatch.hpp>
 #include <metagrad/expr.hpp>
 #include <metagrad/ops.hpp>
+#include <metagrad/static/sweep.hpp>
 #include <metagrad/to_string.hpp>
 
 namespace mg {
@@ -25,32 +26,32 @@ requires Expr<X>
 struct algebra_impl<X> : scalar_algebra {
 };
 
-// Which evaluator a list of argument types selects. Each family's header specialises
-// evaluator<> (numbers and expressions here, xtensor in <metagrad/xtensor.hpp>, mg::tensor in
-// <metagrad/fuse.hpp>).
-struct scalar_family {};
+// Which evaluator a list of argument types selects, named by the family tags of detail::call
+// (core/dispatch.hpp): number_family (numbers, and expressions being traced: evaluator<> here),
+// array_family (xtensor arrays: <metagrad/xtensor.hpp>), dual_family (xt/dual.hpp) and
+// tensor_family (mg::tensor: <metagrad/fuse.hpp>).
 template <class T>
 struct evaluator_family_of {
   using type = void;
 };
 template <class T>
 requires(std::is_floating_point_v<T> || Expr<T>) struct evaluator_family_of<T> {
-  using type = scalar_family;
+  using type = number_family;
 };
 
 template <class... Fs>
 struct join_evaluator_family;
 template <>
 struct join_evaluator_family<> {
-  using type = scalar_family;
+  using type = number_family;
 };
 template <class F, class... Fs>
 struct join_evaluator_family<F, Fs...> {
   using rest = typename join_evaluator_family<Fs...>::type;
   // scalars mix with anything; any other two families must agree
   using type = std::conditional_t<
-      std::is_same_v<F, scalar_family>, rest,
-      std::conditional_t<std::is_same_v<rest, scalar_family> || std::is_same_v<rest, F>, F, void>>;
+      std::is_same_v<F, number_family>, rest,
+      std::conditional_t<std::is_same_v<rest, number_family> || std::is_same_v<rest, F>, F, void>>;
 };
 template <class... Args>
 using evaluator_family_t = typename join_evaluator_family<
@@ -107,7 +108,7 @@ constexpr auto bare_or_tuple(T&& t) {
 }
 
 template <>
-struct evaluator<scalar_family> {
+struct evaluator<number_family> {
   template <std::size_t... I, class F, class... A>
   MG_INLINE static constexpr auto value_and_grad(const F& f, const A&... args) {
     return value_and_vjp<I...>(
@@ -137,7 +138,7 @@ struct evaluator<scalar_family> {
 // otherwise (<metagrad/xtensor.hpp> for captured arrays: Note [Captured arrays]).
 template <class E>
 struct constants_family {
-  using type = scalar_family;
+  using type = number_family;
 };
 // The family whose evaluator differentiates F at arguments of family Family: for numbers, the
 // family of F's constants (a function of numbers that captured an array runs on arrays).
@@ -157,7 +158,7 @@ struct innermost<F> {
   using type = typename innermost<typename F::mg_inner>::type;
 };
 template <class F, std::size_t N>
-struct refine_family<scalar_family, F, N> {
+struct refine_family<number_family, F, N> {
   using type = typename constants_family<traced_t<typename innermost<F>::type, N>>::type;
 };
 

@@ -217,11 +217,11 @@ void require_scan_family() {
 // [Captured arrays]): then by the array evaluator of its family, and its value is a number again.
 template <class B, class... V>
 using body_family_t = typename refine_family<
-    std::conditional_t<all_numbers_v<V...>, scalar_family, evaluator_family_t<V...>>,
+    std::conditional_t<all_numbers_v<V...>, number_family, evaluator_family_t<V...>>,
     constant_function<B>, sizeof...(V)>::type;
 template <class B, class... V>
 inline constexpr bool plain_body_v =
-    all_numbers_v<V...>&& std::is_same_v<body_family_t<B, V...>, scalar_family>;
+    all_numbers_v<V...>&& std::is_same_v<body_family_t<B, V...>, number_family>;
 
 // b's value at v... (caps, then state).
 template <class B, class... V>

@@ -39,7 +39,7 @@ struct xt_element_of<A> {
 template <class... A>
 using xt_element_t = std::common_type_t<typename xt_element_of<A>::type...>;
 
-// evaluator<Family> derives from this (Family: xtensor_family); `by_tangents` routes mg::jvp,
+// evaluator<Family> derives from this (Family: array_family); `by_tangents` routes mg::jvp,
 // mg::vjp, mg::jacobian, mg::hessian and grad of a transform here (static.hpp).
 template <class Family>
 struct tangent_transforms {

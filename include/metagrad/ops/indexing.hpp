@@ -96,7 +96,7 @@ struct select_op {
   static constexpr auto linear = linearity::jointly;
   static constexpr auto saves = saved::input_shapes;
   std::int64_t dim, index;
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   detail::slice_range at(const shape_t& xs) const {
     if (xs.empty()) detail::fail("select: a 0-d tensor cannot be indexed (it has no dimensions)");
     const std::size_t d = detail::wrap_dim(dim, xs.size(), "select", xs);
@@ -146,7 +146,7 @@ struct index_select_op {
   static constexpr bool saves_indices = true;  // freed with the graph, as torch's saved index
   std::int64_t dim;
   std::vector<std::int64_t> index;
-  template <int = 0>  // Note [Lazy members] in tensor_class.hpp
+  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
   std::size_t checked_dim(const shape_t& xs) const {
     const std::size_t d = detail::wrap_dim(dim, xs.size(), "index_select", xs);
     const std::int64_t n = xs.empty() ? 1 : xs[d];
