@@ -131,7 +131,7 @@ struct evaluator<tensor_family> {
         return nested ? a : a.detach();
       }
     } else if constexpr (Wanted) {
-      return tensor(static_cast<double>(a)).requires_grad_(true);
+      return tensor(static_cast<double>(a), mg::f64).requires_grad_(true);
     } else {
       return a;
     }
@@ -240,7 +240,7 @@ struct fused_node : graph_node {
   static tensor to_tensor(const tensor& t) { return t; }
   template <class V>
   requires std::is_arithmetic_v<V>
-  static tensor to_tensor(V v) { return tensor(static_cast<double>(v)); }
+  static tensor to_tensor(V v) { return tensor(static_cast<double>(v), mg::f64); }
 };
 
 inline void check_cpu(const tensor& t) {
@@ -305,7 +305,7 @@ struct fused_fn {
       ((n.cached[k] = tensor(std::get<k>(g))), ...);
     }
     (std::index_sequence_for<A...>{});
-    return tensor(static_cast<T>(v));
+    return tensor(static_cast<T>(v), detail::dtype_of<T>());
   }
 
   template <class T, class... A>
