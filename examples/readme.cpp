@@ -2,7 +2,8 @@
 // example-begin readme
 #include <cstdio>
 
-#include <metagrad/metagrad.hpp>
+#include <metagrad/static.hpp>  // the static engine
+#include <metagrad/tensor.hpp>  // mg::tensor (or <metagrad/metagrad.hpp> for everything)
 
 int main() {
   // Written once, generic: runs on numbers, xtensor arrays and mg::tensor.

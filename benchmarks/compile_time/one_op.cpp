@@ -7,7 +7,7 @@
 #include <metagrad/tensor.hpp>
 
 int main() {
-  mg::tensor x = mg::tensor({0.5, 1.0}, mg::f64).requires_grad_();
+  mg::tensor x = mg::full({2}, 1.0, {.dtype = mg::f64, .requires_grad = true});
   mg::sin(x).sum().backward();
   const double g = x.grad()[1].item<double>();
   const bool ok = std::abs(g - std::cos(1.0)) < 1e-6;
