@@ -4,8 +4,8 @@
 // running it checks one gradient element against a central difference and that training lowers
 // the loss and fits the blobs.
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include <metagrad/metagrad.hpp>
@@ -41,8 +41,8 @@ int main() {
   }
   x = x + centres;
 
-  mlp m{parameter({2, 32}, 0.5), parameter({32}, 0.1), parameter({32, 32}, 0.2),
-        parameter({32}, 0.1), parameter({32, classes}, 0.2), parameter({classes}, 0.1)};
+  mlp m{parameter({2, 32}, 0.5), parameter({32}, 0.1),          parameter({32, 32}, 0.2),
+        parameter({32}, 0.1),    parameter({32, classes}, 0.2), parameter({classes}, 0.1)};
   const auto loss_of = [&] { return mg::cross_entropy(m(x), targets); };
 
   // one gradient element against a central difference

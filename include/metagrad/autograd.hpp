@@ -13,10 +13,10 @@
 #include <vector>
 
 #include <metagrad/runtime/anomaly.hpp>
+#include <metagrad/runtime/definitions.hpp>
 #include <metagrad/runtime/engine.hpp>
 #include <metagrad/runtime/graph.hpp>
 #include <metagrad/runtime/hooks.hpp>
-#include <metagrad/runtime/definitions.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {

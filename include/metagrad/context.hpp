@@ -8,9 +8,9 @@
 #include <type_traits>
 #include <vector>
 
-#include <metagrad/runtime/saved.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/runtime/definitions.hpp>
+#include <metagrad/runtime/saved.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {

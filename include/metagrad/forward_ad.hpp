@@ -14,9 +14,9 @@
 
 #include <mutex>
 
-#include <metagrad/runtime/forward_ad.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/runtime/definitions.hpp>
+#include <metagrad/runtime/forward_ad.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg::forward_ad {

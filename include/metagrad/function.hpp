@@ -23,9 +23,9 @@
 #include <metagrad/call_site.hpp>
 #include <metagrad/concepts.hpp>
 #include <metagrad/context.hpp>
+#include <metagrad/runtime/definitions.hpp>
 #include <metagrad/runtime/forward_ad.hpp>
 #include <metagrad/runtime/profiler.hpp>
-#include <metagrad/runtime/definitions.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {

@@ -13,8 +13,8 @@
 // | `hessian(f, x)` | H, of shape x.shape ++ x.shape, for f with one output element |
 #pragma once
 
-#include <metagrad/autograd.hpp>
 #include <metagrad/api/functional.hpp>
+#include <metagrad/autograd.hpp>
 #include <metagrad/runtime/definitions.hpp>
 #include <metagrad/tensor.hpp>
 

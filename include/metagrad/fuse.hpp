@@ -14,10 +14,10 @@
 
 #include <metagrad/autograd.hpp>
 #include <metagrad/call_site.hpp>
-#include <metagrad/runtime/profiler.hpp>
 #include <metagrad/error.hpp>
-#include <metagrad/static.hpp>
 #include <metagrad/runtime/definitions.hpp>
+#include <metagrad/runtime/profiler.hpp>
+#include <metagrad/static.hpp>
 #include <metagrad/tensor.hpp>
 #include <metagrad/xtensor.hpp>
 
@@ -297,8 +297,8 @@ struct fused_fn {
   template <class T, class Node, class... A>
   tensor forward_and_gradients(Node& n, const A&... x) const {
     auto [v, g] = [&]<std::size_t... k>(std::index_sequence<k...>) {
-      return evaluator<array_family>::template value_and_grad<k...>(
-          f, x.template to_xtensor<T>()...);
+      return evaluator<array_family>::template value_and_grad<k...>(f,
+                                                                    x.template to_xtensor<T>()...);
     }
     (std::index_sequence_for<A...>{});
     [&]<std::size_t... k>(std::index_sequence<k...>) {

@@ -54,11 +54,12 @@
 #include <utility>
 #include <vector>
 
-#include <metagrad/autograd.hpp>
 #include <metagrad/api/gradcheck.hpp>
+#include <metagrad/autograd.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/runtime/definitions.hpp>
 #include <metagrad/tensor.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 
 namespace mg::autograd {
 

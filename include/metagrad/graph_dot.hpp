@@ -21,11 +21,11 @@
 #include <utility>
 #include <vector>
 
+#include <metagrad/error.hpp>
+#include <metagrad/runtime/definitions.hpp>
 #include <metagrad/runtime/graph.hpp>
 #include <metagrad/runtime/profiler_report.hpp>
 #include <metagrad/runtime/saved.hpp>
-#include <metagrad/error.hpp>
-#include <metagrad/runtime/definitions.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg {

@@ -38,9 +38,9 @@
 #include <utility>
 #include <vector>
 
+#include <metagrad/error.hpp>
 #include <metagrad/runtime/profiler.hpp>
 #include <metagrad/runtime/profiler_report.hpp>
-#include <metagrad/error.hpp>
 #include <metagrad/types.hpp>
 
 // NVTX (the CUDA toolkit's header-only nvtx3) when asked for (MG_WITH_NVTX, or a translation unit

@@ -5,8 +5,8 @@
 #include <type_traits>
 #include <utility>
 
-#include <metagrad/static/scan.hpp>
 #include <metagrad/expr.hpp>
+#include <metagrad/static/scan.hpp>
 #include <metagrad/unroll.hpp>
 
 namespace mg {

@@ -29,9 +29,9 @@
 #include <vector>
 
 #include <metagrad/autograd.hpp>
-#include <metagrad/runtime/saved.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/runtime/definitions.hpp>
+#include <metagrad/runtime/saved.hpp>
 #include <metagrad/tensor.hpp>
 
 namespace mg::autograd {

@@ -12,14 +12,13 @@
 #include <utility>
 
 #include <metagrad/core/algebra.hpp>
-#include <metagrad/static/sweep.hpp>
 #include <metagrad/expr.hpp>
-#include <metagrad/static/evaluator.hpp>
 #include <metagrad/ops.hpp>
+#include <metagrad/static/evaluator.hpp>
+#include <metagrad/static/sweep.hpp>
 #include <metagrad/to_string.hpp>
 
 namespace mg {
-
 
 /// Gradient of a scalar-valued function, as a new function. With no indices, with respect to
 /// every argument (a bare value for one argument, else a std::tuple); `grad<I...>` chooses:
@@ -184,7 +183,8 @@ constexpr auto jacobian(F f) {
 /// function of a tensor, see mg::autograd::functional::hessian):
 /// ```cpp
 /// double d2 = mg::hessian<0>(f)(2.0, 3.0);
-/// mg::tensor t = mg::hessian<0>([](auto x) { return x * x * x; })(mg::tensor(2.0, mg::f64));   // 12
+/// mg::tensor t = mg::hessian<0>([](auto x) { return x * x * x; })(mg::tensor(2.0, mg::f64));   //
+/// 12
 /// ```
 template <std::size_t I, class F>
 constexpr auto hessian(F f) {

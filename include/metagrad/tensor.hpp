@@ -8,14 +8,14 @@
 #pragma once
 
 #include <metagrad/core/config.hpp>
+#include <metagrad/ops.hpp>
 #include <metagrad/runtime/hooks.hpp>
 #include <metagrad/runtime/tensor_inline.hpp>
-#include <metagrad/ops.hpp>
 #include <metagrad/tensor_class.hpp>
 
 #if MG_HEADER_ONLY
 #include <metagrad/runtime/anomaly.hpp>
-#include <metagrad/runtime/engine.hpp>
 #include <metagrad/runtime/apply.hpp>
+#include <metagrad/runtime/engine.hpp>
 #include <metagrad/runtime/tensor_members.hpp>
 #endif

@@ -48,8 +48,8 @@
 
 #include <metagrad/call_site.hpp>
 #include <metagrad/core/dispatch.hpp>
-#include <metagrad/runtime/graph.hpp>
 #include <metagrad/error.hpp>
+#include <metagrad/runtime/graph.hpp>
 #include <metagrad/runtime/lazy.hpp>
 #include <metagrad/types.hpp>
 
@@ -65,7 +65,6 @@ namespace detail {
 // that converts a tensor to xtensor includes (so that this header does not include xtensor).
 template <class T>
 struct xarray_type;
-
 
 }  // namespace detail
 

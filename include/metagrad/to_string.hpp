@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include <metagrad/static/sweep.hpp>
 #include <metagrad/core/type_name.hpp>
 #include <metagrad/expr.hpp>
 #include <metagrad/ops/arithmetic.hpp>
+#include <metagrad/static/sweep.hpp>
 
 namespace mg {
 

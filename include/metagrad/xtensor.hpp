@@ -24,12 +24,12 @@
 
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/simd.hpp>
+#include <metagrad/error.hpp>
+#include <metagrad/static.hpp>
 #include <metagrad/xt/algebra.hpp>
 #include <metagrad/xt/fused.hpp>
 #include <metagrad/xt/region.hpp>
 #include <metagrad/xt/transforms.hpp>
-#include <metagrad/error.hpp>
-#include <metagrad/static.hpp>
 
 namespace mg {
 

@@ -66,8 +66,8 @@ std::vector<std::vector<double>> directions(const program& p, unsigned seed) {
   return d;
 }
 
-std::vector<std::vector<double>> shifted(const program& p, const std::vector<std::vector<double>>& u,
-                                         double h) {
+std::vector<std::vector<double>> shifted(const program& p,
+                                         const std::vector<std::vector<double>>& u, double h) {
   std::vector<std::vector<double>> d;
   for (std::size_t i = 0; i < p.inputs.size(); ++i) {
     auto v = p.inputs[i].data;
@@ -148,7 +148,8 @@ std::optional<std::string> check_second_order(const program& p, const grads_t& g
     mg::tensor_list wrt;
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (p.inputs[i].requires_grad) wrt.push_back(inputs[i]);
-    const auto gs = mg::autograd::grad({loss}, wrt, {}, {.create_graph = true, .allow_unused = true});
+    const auto gs =
+        mg::autograd::grad({loss}, wrt, {}, {.create_graph = true, .allow_unused = true});
     // the first-order gradients again, from autograd::grad
     if (auto e = compare(as_values(p, std::vector<mg::tensor>(gs.begin(), gs.end())), g, 1e-12,
                          1e-13, "autograd::grad against backward"))
@@ -205,8 +206,8 @@ std::optional<std::string> check_forward_ad(const program& p, const grads_t& g) 
   if (!(std::abs(tangent - an) <= 1e-9 * (1 + inner_abs(p, g, u)))) {
     std::ostringstream s;
     s.precision(15);
-    s << "forward AD: the loss's tangent <v, J u> is " << tangent << ", reverse mode's <J^T v, u> is "
-      << an;
+    s << "forward AD: the loss's tangent <v, J u> is " << tangent
+      << ", reverse mode's <J^T v, u> is " << an;
     return s.str();
   }
   return {};
@@ -228,8 +229,8 @@ std::optional<std::string> check(const program& p, const check_options& o) {
       return "version counter: backward succeeded, but torch's rule says it fails (" +
              *p.expected_error + ")";
     if (plain.error->find("modified by an in-place operation") == std::string::npos)
-      return "version counter: expected the in-place error (" + *p.expected_error + "), got: " +
-             *plain.error;
+      return "version counter: expected the in-place error (" + *p.expected_error +
+             "), got: " + *plain.error;
     // under allow_mutation_on_saved_tensors_guard it runs and gives the right gradients
     variant am;
     am.allow_mutation = true;
@@ -278,17 +279,19 @@ std::optional<std::string> check(const program& p, const check_options& o) {
     std::vector<named> variants;
     variants.push_back({"identity tensor hooks on every value", {.identity_hooks = true}, 0});
     variants.push_back({"identity saved-tensor pack/unpack hooks", {.saved_hooks = true}, 0});
-    variants.push_back({"no_grad and inference_mode regions between the instructions",
-                        {.side_regions = true}, 0});
+    variants.push_back(
+        {"no_grad and inference_mode regions between the instructions", {.side_regions = true}, 0});
     variants.push_back({"backward on another thread", {.other_thread = true}, 0});
     variants.push_back({"independent instructions reordered", {.reorder = true}, 1e-12});
     if (fuse_available())
       variants.push_back({"elementwise instructions as mg::fuse nodes (the static engine)",
-                          {.fuse = true}, 1e-11});
+                          {.fuse = true},
+                          1e-11});
     if (o.device && device_available() && !uses(p, {op::matmul, op::dot, op::outer})) {
       variants.push_back({"device cuda (the Thrust backend)", {.device = mg::device::cuda}, 1e-11});
       variants.push_back({"device cuda with save_on_cpu_guard",
-                          {.device = mg::device::cuda, .save_on_cpu = true}, 1e-11});
+                          {.device = mg::device::cuda, .save_on_cpu = true},
+                          1e-11});
     }
     for (const auto& [name, v, tol] : variants) {
       const run_result r = run(p, v);
@@ -335,8 +338,10 @@ void coverage::add(const program& p) {
     if (ins.o == op::where) ++docs[std::string(name_of(ins.cmp)) + "(a, b)"];
     for (int a : ins.in)
       if (!producer[a].empty()) ++pairs[producer[a] + " -> " + name_of(ins.o)];
-    if (defined[i] >= 0) producer[defined[i]] = name_of(ins.o);
-    else producer[ins.in[0]] = name_of(ins.o);
+    if (defined[i] >= 0)
+      producer[defined[i]] = name_of(ins.o);
+    else
+      producer[ins.in[0]] = name_of(ins.o);
   }
   for (const auto& in : p.inputs) ++dtypes[in.dtype == mg::f32 ? "f32" : "f64"];
   if (p.expected_error) ++variants["version-counter error expected"];

@@ -8,10 +8,10 @@
 #include <thread>
 
 #include <metagrad/autograd.hpp>
-#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/fuse.hpp>
 #include <metagrad/saved_tensors.hpp>
 #include <metagrad/tensor.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 
 namespace mg_fuzz {
 
@@ -35,19 +35,25 @@ mg::tensor tensor_of(const mg::shape_t& shape, const std::vector<double>& data, 
 
 mg::tensor index_tensor(const std::vector<std::int64_t>& ix, mg::device dev) {
   std::vector<double> d(ix.begin(), ix.end());
-  mg::tensor t = tensor_of({static_cast<std::int64_t>(ix.size())}, d, mg::f64, mg::device::cpu)
-                     .to(mg::i64);
+  mg::tensor t =
+      tensor_of({static_cast<std::int64_t>(ix.size())}, d, mg::f64, mg::device::cpu).to(mg::i64);
   return dev == mg::device::cpu ? t : t.to(dev);
 }
 
 mg::tensor condition(comparison c, const mg::tensor& a, const mg::tensor& b) {
   switch (c) {
-    case comparison::gt: return mg::gt(a, b);
-    case comparison::lt: return a < b;
-    case comparison::ge: return mg::ge(a, b);
-    case comparison::le: return a <= b;
-    case comparison::eq: return mg::eq(a, b);
-    case comparison::ne: return a != b;
+    case comparison::gt:
+      return mg::gt(a, b);
+    case comparison::lt:
+      return a < b;
+    case comparison::ge:
+      return mg::ge(a, b);
+    case comparison::le:
+      return a <= b;
+    case comparison::eq:
+      return mg::eq(a, b);
+    case comparison::ne:
+      return a != b;
   }
   return {};
 }
@@ -81,10 +87,14 @@ mg::tensor apply(const instr& ins, const std::vector<mg::tensor>& v, bool fuse, 
   const auto& k = ins.ints;
   const double n = ins.num;
   switch (ins.o) {
-    case op::add: return binary(fuse, arg(0), arg(1), [](auto a, auto b) { return a + b; });
-    case op::sub: return binary(fuse, arg(0), arg(1), [](auto a, auto b) { return a - b; });
-    case op::mul: return binary(fuse, arg(0), arg(1), [](auto a, auto b) { return a * b; });
-    case op::div: return binary(fuse, arg(0), arg(1), [](auto a, auto b) { return a / b; });
+    case op::add:
+      return binary(fuse, arg(0), arg(1), [](auto a, auto b) { return a + b; });
+    case op::sub:
+      return binary(fuse, arg(0), arg(1), [](auto a, auto b) { return a - b; });
+    case op::mul:
+      return binary(fuse, arg(0), arg(1), [](auto a, auto b) { return a * b; });
+    case op::div:
+      return binary(fuse, arg(0), arg(1), [](auto a, auto b) { return a / b; });
     case op::maximum:
       return binary(fuse, arg(0), arg(1), [](auto a, auto b) { return mg::maximum(a, b); });
     case op::minimum:
@@ -93,29 +103,52 @@ mg::tensor apply(const instr& ins, const std::vector<mg::tensor>& v, bool fuse, 
       return binary(fuse, arg(0), arg(1), [](auto a, auto b) { return mg::atan2(a, b); });
     case op::pow_tensor:
       return binary(fuse, arg(0), arg(1), [](auto a, auto b) { return mg::pow(a, b); });
-    case op::add_number: return unary(fuse, arg(0), [n](auto a) { return a + n; });
-    case op::mul_number: return unary(fuse, arg(0), [n](auto a) { return a * n; });
-    case op::number_sub: return unary(fuse, arg(0), [n](auto a) { return n - a; });
-    case op::number_div: return unary(fuse, arg(0), [n](auto a) { return n / a; });
-    case op::number_pow: return unary(fuse, arg(0), [n](auto a) { return mg::pow(n, a); });
-    case op::neg: return unary(fuse, arg(0), [](auto a) { return -a; });
-    case op::exp: return unary(fuse, arg(0), [](auto a) { return mg::exp(a); });
-    case op::log: return unary(fuse, arg(0), [](auto a) { return mg::log(a); });
-    case op::log1p: return unary(fuse, arg(0), [](auto a) { return mg::log1p(a); });
-    case op::expm1: return unary(fuse, arg(0), [](auto a) { return mg::expm1(a); });
-    case op::sqrt: return unary(fuse, arg(0), [](auto a) { return mg::sqrt(a); });
-    case op::rsqrt: return unary(fuse, arg(0), [](auto a) { return mg::rsqrt(a); });
-    case op::abs: return unary(fuse, arg(0), [](auto a) { return mg::abs(a); });
-    case op::sin: return unary(fuse, arg(0), [](auto a) { return mg::sin(a); });
-    case op::cos: return unary(fuse, arg(0), [](auto a) { return mg::cos(a); });
-    case op::tan: return unary(fuse, arg(0), [](auto a) { return mg::tan(a); });
-    case op::tanh: return unary(fuse, arg(0), [](auto a) { return mg::tanh(a); });
-    case op::sigmoid: return unary(fuse, arg(0), [](auto a) { return mg::sigmoid(a); });
-    case op::relu: return unary(fuse, arg(0), [](auto a) { return mg::relu(a); });
-    case op::erf: return unary(fuse, arg(0), [](auto a) { return mg::erf(a); });
-    case op::square: return unary(fuse, arg(0), [](auto a) { return mg::square(a); });
-    case op::reciprocal: return unary(fuse, arg(0), [](auto a) { return mg::reciprocal(a); });
-    case op::softplus: return unary(fuse, arg(0), [](auto a) { return mg::softplus(a); });
+    case op::add_number:
+      return unary(fuse, arg(0), [n](auto a) { return a + n; });
+    case op::mul_number:
+      return unary(fuse, arg(0), [n](auto a) { return a * n; });
+    case op::number_sub:
+      return unary(fuse, arg(0), [n](auto a) { return n - a; });
+    case op::number_div:
+      return unary(fuse, arg(0), [n](auto a) { return n / a; });
+    case op::number_pow:
+      return unary(fuse, arg(0), [n](auto a) { return mg::pow(n, a); });
+    case op::neg:
+      return unary(fuse, arg(0), [](auto a) { return -a; });
+    case op::exp:
+      return unary(fuse, arg(0), [](auto a) { return mg::exp(a); });
+    case op::log:
+      return unary(fuse, arg(0), [](auto a) { return mg::log(a); });
+    case op::log1p:
+      return unary(fuse, arg(0), [](auto a) { return mg::log1p(a); });
+    case op::expm1:
+      return unary(fuse, arg(0), [](auto a) { return mg::expm1(a); });
+    case op::sqrt:
+      return unary(fuse, arg(0), [](auto a) { return mg::sqrt(a); });
+    case op::rsqrt:
+      return unary(fuse, arg(0), [](auto a) { return mg::rsqrt(a); });
+    case op::abs:
+      return unary(fuse, arg(0), [](auto a) { return mg::abs(a); });
+    case op::sin:
+      return unary(fuse, arg(0), [](auto a) { return mg::sin(a); });
+    case op::cos:
+      return unary(fuse, arg(0), [](auto a) { return mg::cos(a); });
+    case op::tan:
+      return unary(fuse, arg(0), [](auto a) { return mg::tan(a); });
+    case op::tanh:
+      return unary(fuse, arg(0), [](auto a) { return mg::tanh(a); });
+    case op::sigmoid:
+      return unary(fuse, arg(0), [](auto a) { return mg::sigmoid(a); });
+    case op::relu:
+      return unary(fuse, arg(0), [](auto a) { return mg::relu(a); });
+    case op::erf:
+      return unary(fuse, arg(0), [](auto a) { return mg::erf(a); });
+    case op::square:
+      return unary(fuse, arg(0), [](auto a) { return mg::square(a); });
+    case op::reciprocal:
+      return unary(fuse, arg(0), [](auto a) { return mg::reciprocal(a); });
+    case op::softplus:
+      return unary(fuse, arg(0), [](auto a) { return mg::softplus(a); });
     case op::clamp: {
       const double hi = ins.num2;
       return unary(fuse, arg(0), [n, hi](auto a) { return mg::clamp(a, n, hi); });
@@ -128,36 +161,57 @@ mg::tensor apply(const instr& ins, const std::vector<mg::tensor>& v, bool fuse, 
       return unary(fuse, arg(0), [n](auto a) { return mg::pow(a, n); });
     case op::where:
       return mg::where(condition(ins.cmp, arg(0), arg(1)), arg(2), arg(3));
-    case op::sum: return ins.flag ? mg::sum(arg(0), k[0], ins.flag2) : mg::sum(arg(0));
-    case op::prod: return ins.flag ? mg::prod(arg(0), k[0], ins.flag2) : mg::prod(arg(0));
-    case op::max: return ins.flag ? mg::max(arg(0), k[0], ins.flag2) : mg::max(arg(0));
-    case op::min: return ins.flag ? mg::min(arg(0), k[0], ins.flag2) : mg::min(arg(0));
-    case op::mean: return ins.flag ? mg::mean(arg(0), k[0], ins.flag2) : mg::mean(arg(0));
+    case op::sum:
+      return ins.flag ? mg::sum(arg(0), k[0], ins.flag2) : mg::sum(arg(0));
+    case op::prod:
+      return ins.flag ? mg::prod(arg(0), k[0], ins.flag2) : mg::prod(arg(0));
+    case op::max:
+      return ins.flag ? mg::max(arg(0), k[0], ins.flag2) : mg::max(arg(0));
+    case op::min:
+      return ins.flag ? mg::min(arg(0), k[0], ins.flag2) : mg::min(arg(0));
+    case op::mean:
+      return ins.flag ? mg::mean(arg(0), k[0], ins.flag2) : mg::mean(arg(0));
     case op::var:
       return ins.flag ? mg::var(arg(0), k[0], k[1] != 0, ins.flag2) : mg::var(arg(0), k[1] != 0);
-    case op::norm: return ins.flag ? mg::norm(arg(0), k[0], ins.flag2) : mg::norm(arg(0));
+    case op::norm:
+      return ins.flag ? mg::norm(arg(0), k[0], ins.flag2) : mg::norm(arg(0));
     case op::logsumexp:
       return ins.flag ? mg::logsumexp(arg(0), k[0], ins.flag2) : mg::logsumexp(arg(0));
-    case op::softmax: return mg::softmax(arg(0), k[0]);
-    case op::log_softmax: return mg::log_softmax(arg(0), k[0]);
-    case op::mse_loss: return mg::mse_loss(arg(0), arg(1));
+    case op::softmax:
+      return mg::softmax(arg(0), k[0]);
+    case op::log_softmax:
+      return mg::log_softmax(arg(0), k[0]);
+    case op::mse_loss:
+      return mg::mse_loss(arg(0), arg(1));
     case op::cross_entropy:
       if (ins.flag) return mg::cross_entropy(arg(0), k);
-      return mg::cross_entropy(
-          arg(0), arg(0).dim() == 1 ? index_tensor(k, arg(0).device()).reshape({})
-                                    : index_tensor(k, arg(0).device()));
-    case op::expand: return ins.flag ? arg(0).expand(k) : mg::expand(arg(0), k);
-    case op::sum_to: return mg::sum_to(arg(0), k);
-    case op::unsqueeze: return arg(0).unsqueeze(k[0]);
-    case op::t: return ins.flag ? arg(0).t() : mg::transpose(arg(0));
-    case op::transpose: return arg(0).transpose(k[0], k[1]);
-    case op::permute: return arg(0).permute(k);
-    case op::reshape: return arg(0).reshape(k);
-    case op::view: return arg(0).view(k);
-    case op::flatten: return arg(0).flatten(k[0], k[1]);
-    case op::squeeze: return ins.flag ? arg(0).squeeze(k[0]) : arg(0).squeeze();
-    case op::slice: return mg::slice(arg(0), k[0], k[1], k[2], k[3]);
-    case op::select: return ins.flag ? arg(0)[k[1]] : arg(0).select(k[0], k[1]);
+      return mg::cross_entropy(arg(0), arg(0).dim() == 1
+                                           ? index_tensor(k, arg(0).device()).reshape({})
+                                           : index_tensor(k, arg(0).device()));
+    case op::expand:
+      return ins.flag ? arg(0).expand(k) : mg::expand(arg(0), k);
+    case op::sum_to:
+      return mg::sum_to(arg(0), k);
+    case op::unsqueeze:
+      return arg(0).unsqueeze(k[0]);
+    case op::t:
+      return ins.flag ? arg(0).t() : mg::transpose(arg(0));
+    case op::transpose:
+      return arg(0).transpose(k[0], k[1]);
+    case op::permute:
+      return arg(0).permute(k);
+    case op::reshape:
+      return arg(0).reshape(k);
+    case op::view:
+      return arg(0).view(k);
+    case op::flatten:
+      return arg(0).flatten(k[0], k[1]);
+    case op::squeeze:
+      return ins.flag ? arg(0).squeeze(k[0]) : arg(0).squeeze();
+    case op::slice:
+      return mg::slice(arg(0), k[0], k[1], k[2], k[3]);
+    case op::select:
+      return ins.flag ? arg(0)[k[1]] : arg(0).select(k[0], k[1]);
     case op::index_select:
       if (ins.flag) return arg(0).index_select(k[0], index_tensor(tail(k, 1), arg(0).device()));
       return mg::index_select(arg(0), k[0], tail(k, 1));
@@ -167,47 +221,77 @@ mg::tensor apply(const instr& ins, const std::vector<mg::tensor>& v, bool fuse, 
       for (std::size_t i = 0; i < ins.in.size(); ++i) xs.push_back(arg(i));
       return ins.o == op::cat ? mg::cat(xs, k[0]) : mg::stack(xs, k[0]);
     }
-    case op::unbind: return arg(0).unbind(k[0]).at(k[1]);
-    case op::chunk: return arg(0).chunk(k[1], k[0]).at(k[2]);
-    case op::split: return arg(0).split(k[1], k[0]).at(k[2]);
+    case op::unbind:
+      return arg(0).unbind(k[0]).at(k[1]);
+    case op::chunk:
+      return arg(0).chunk(k[1], k[0]).at(k[2]);
+    case op::split:
+      return arg(0).split(k[1], k[0]).at(k[2]);
     case op::split_sizes:
       return mg::split(arg(0), tail(k, 2), k[0]).at(k[1]);
-    case op::matmul: return mg::matmul(arg(0), arg(1));
-    case op::dot: return mg::dot(arg(0), arg(1));
-    case op::outer: return mg::outer(arg(0), arg(1));
-    case op::to_dtype: return arg(0).to(k[0] == 0 && !all_f64 ? mg::f32 : mg::f64);
+    case op::matmul:
+      return mg::matmul(arg(0), arg(1));
+    case op::dot:
+      return mg::dot(arg(0), arg(1));
+    case op::outer:
+      return mg::outer(arg(0), arg(1));
+    case op::to_dtype:
+      return arg(0).to(k[0] == 0 && !all_f64 ? mg::f32 : mg::f64);
     case op::to_device: {  // there and back: both moves are recorded
       const mg::device here = arg(0).device();
       return arg(0).to(here == mg::device::cpu ? mg::device::cuda : mg::device::cpu).to(here);
     }
-    case op::contiguous: return arg(0).contiguous();
-    case op::clone: return ins.flag ? mg::clone(arg(0)) : arg(0).clone();
-    default: break;
+    case op::contiguous:
+      return arg(0).contiguous();
+    case op::clone:
+      return ins.flag ? mg::clone(arg(0)) : arg(0).clone();
+    default:
+      break;
   }
   // in place: in[0] is written
   mg::tensor t = arg(0);
   const bool tensor_operand = ins.in.size() > 1;
   switch (ins.o) {
-    case op::add_: return tensor_operand ? t.add_(arg(1)) : t.add_(n);
-    case op::sub_: return tensor_operand ? t.sub_(arg(1)) : t.sub_(n);
-    case op::mul_: return tensor_operand ? t.mul_(arg(1)) : t.mul_(n);
-    case op::div_: return tensor_operand ? t.div_(arg(1)) : t.div_(n);
-    case op::pow_: return t.pow_(n);
-    case op::clamp_: return t.clamp_(n, ins.num2);
-    case op::copy_: return t.copy_(arg(1));
-    case op::fill_: return t.fill_(n);
-    case op::zero_: return t.zero_();
-    case op::neg_: return t.neg_();
-    case op::abs_: return t.abs_();
-    case op::exp_: return t.exp_();
-    case op::log_: return t.log_();
-    case op::sqrt_: return t.sqrt_();
-    case op::sin_: return t.sin_();
-    case op::cos_: return t.cos_();
-    case op::tanh_: return t.tanh_();
-    case op::sigmoid_: return t.sigmoid_();
-    case op::relu_: return t.relu_();
-    default: break;
+    case op::add_:
+      return tensor_operand ? t.add_(arg(1)) : t.add_(n);
+    case op::sub_:
+      return tensor_operand ? t.sub_(arg(1)) : t.sub_(n);
+    case op::mul_:
+      return tensor_operand ? t.mul_(arg(1)) : t.mul_(n);
+    case op::div_:
+      return tensor_operand ? t.div_(arg(1)) : t.div_(n);
+    case op::pow_:
+      return t.pow_(n);
+    case op::clamp_:
+      return t.clamp_(n, ins.num2);
+    case op::copy_:
+      return t.copy_(arg(1));
+    case op::fill_:
+      return t.fill_(n);
+    case op::zero_:
+      return t.zero_();
+    case op::neg_:
+      return t.neg_();
+    case op::abs_:
+      return t.abs_();
+    case op::exp_:
+      return t.exp_();
+    case op::log_:
+      return t.log_();
+    case op::sqrt_:
+      return t.sqrt_();
+    case op::sin_:
+      return t.sin_();
+    case op::cos_:
+      return t.cos_();
+    case op::tanh_:
+      return t.tanh_();
+    case op::sigmoid_:
+      return t.sigmoid_();
+    case op::relu_:
+      return t.relu_();
+    default:
+      break;
   }
   throw std::logic_error("mg_fuzz::apply: unknown op");
 }
@@ -237,8 +321,8 @@ std::vector<mg::tensor> make_inputs(const program& p, const variant& v,
   std::vector<mg::tensor> xs;
   for (std::size_t i = 0; i < p.inputs.size(); ++i) {
     const auto& in = p.inputs[i];
-    mg::tensor t = tensor_of(in.shape, data ? (*data)[i] : in.data, v.f64 ? mg::f64 : in.dtype,
-                             v.device);
+    mg::tensor t =
+        tensor_of(in.shape, data ? (*data)[i] : in.data, v.f64 ? mg::f64 : in.dtype, v.device);
     if (in.requires_grad) t.requires_grad_();
     xs.push_back(t);
   }
@@ -315,7 +399,8 @@ mg::tensor forward(const program& p, const std::vector<mg::tensor>& inputs, cons
       }
     }
     const mg::tensor r = mg_fuzz::apply(
-        ins, values, v.fuse && ins.o != op::where && static_cast<std::size_t>(i) >= fuse_from, v.f64);
+        ins, values, v.fuse && ins.o != op::where && static_cast<std::size_t>(i) >= fuse_from,
+        v.f64);
     if (defined[i] >= 0) values[defined[i]] = r;
     if (v.identity_hooks && r.requires_grad())
       hooks.push_back(r.register_hook([](const mg::tensor& g) { return g; }));

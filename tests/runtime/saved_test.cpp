@@ -146,9 +146,10 @@ TEST(SavedHooks, UnpackConvertsToTheSavedDtypeAndChecksTheShape) {
   tensor x = tensor({1., 2., 3.}, mg::f64).requires_grad_();
   tensor y;
   {
-    mg::autograd::saved_tensors_hooks_guard g(
-        [](const tensor& t) { return values(t); },
-        [](const std::vector<double>& v) { return tensor({v[0], v[1], v[2]}, mg::f32); });
+    mg::autograd::saved_tensors_hooks_guard g([](const tensor& t) { return values(t); },
+                                              [](const std::vector<double>& v) {
+                                                return tensor({v[0], v[1], v[2]}, mg::f32);
+                                              });
     y = mg::exp(x);  // saves its output
   }
   y.sum().backward();
@@ -159,9 +160,10 @@ TEST(SavedHooks, UnpackConvertsToTheSavedDtypeAndChecksTheShape) {
   }
   tensor z = tensor({1., 2., 3.}, mg::f64).requires_grad_();
   {
-    mg::autograd::saved_tensors_hooks_guard g(
-        [](const tensor& t) { return values(t); },
-        [](const std::vector<double>& v) { return tensor({v[0], v[1]}, mg::f64); });
+    mg::autograd::saved_tensors_hooks_guard g([](const tensor& t) { return values(t); },
+                                              [](const std::vector<double>& v) {
+                                                return tensor({v[0], v[1]}, mg::f64);
+                                              });
     y = mg::exp(z);
   }
   mg_test::expect_error([&] { y.sum().backward(); },

@@ -15,8 +15,8 @@
 #include <xtensor/xmath.hpp>
 
 #include <metagrad/autograd.hpp>
-#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/tensor.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 #include <metagrad/xtensor.hpp>
 
 #include "support/harness.hpp"

@@ -40,11 +40,11 @@
 #include <thrust/reduce.h>
 #include <thrust/transform.h>
 
-#include <metagrad/concepts.hpp>
 #include <metagrad/backend/backend.hpp>
-#include <metagrad/core/config.hpp>
 #include <metagrad/backend/element_kernels.hpp>
 #include <metagrad/backend/registry.hpp>
+#include <metagrad/concepts.hpp>
+#include <metagrad/core/config.hpp>
 #include <metagrad/core/storage.hpp>
 #include <metagrad/ops.hpp>
 

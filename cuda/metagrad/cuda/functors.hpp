@@ -26,8 +26,8 @@
 
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/config.hpp>
-#include <metagrad/static/sweep.hpp>
 #include <metagrad/static.hpp>
+#include <metagrad/static/sweep.hpp>
 
 namespace mg::cuda::detail {
 

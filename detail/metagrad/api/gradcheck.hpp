@@ -35,13 +35,14 @@
 #include <vector>
 
 #include <metagrad/autograd.hpp>
-#include <metagrad/context.hpp>
 #include <metagrad/backend/registry.hpp>
+#include <metagrad/context.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/forward_ad.hpp>
 #include <metagrad/function.hpp>
 #include <metagrad/runtime/definitions.hpp>
 #include <metagrad/tensor.hpp>
+#include <metagrad/tensor_xtensor.hpp>
 
 namespace mg::autograd {
 

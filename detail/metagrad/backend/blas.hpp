@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <metagrad/backend/tensor_kernels.hpp>
 #include <metagrad/core/gemm.hpp>
 #include <metagrad/core/tensor_impl.hpp>
-#include <metagrad/backend/tensor_kernels.hpp>
 
 namespace mg::detail {
 

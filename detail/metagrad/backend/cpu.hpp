@@ -22,9 +22,9 @@
 #include <utility>
 #include <vector>
 
-#include <metagrad/concepts.hpp>
 #include <metagrad/backend/backend.hpp>
 #include <metagrad/backend/element_kernels.hpp>
+#include <metagrad/concepts.hpp>
 #include <metagrad/core/simd.hpp>
 #include <metagrad/core/storage.hpp>
 

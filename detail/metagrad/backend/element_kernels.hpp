@@ -10,8 +10,8 @@
 #include <type_traits>
 #include <utility>
 
-#include <metagrad/concepts.hpp>
 #include <metagrad/backend/backend.hpp>
+#include <metagrad/concepts.hpp>
 #include <metagrad/core/config.hpp>
 #include <metagrad/grads.hpp>
 

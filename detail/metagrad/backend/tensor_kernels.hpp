@@ -12,13 +12,13 @@
 #include <type_traits>
 #include <utility>
 
-#include <metagrad/concepts.hpp>
 #include <metagrad/backend/backend.hpp>
-#include <metagrad/core/broadcast.hpp>
 #include <metagrad/backend/element_kernels.hpp>
-#include <metagrad/core/tensor_impl.hpp>
 #include <metagrad/backend/registry.hpp>
+#include <metagrad/concepts.hpp>
+#include <metagrad/core/broadcast.hpp>
 #include <metagrad/core/storage.hpp>
+#include <metagrad/core/tensor_impl.hpp>
 #include <metagrad/error.hpp>
 
 namespace mg::detail {

@@ -21,10 +21,10 @@
 #include <sstream>
 #include <string>
 
+#include <metagrad/backend/tensor_kernels.hpp>
 #include <metagrad/runtime/engine.hpp>
 #include <metagrad/runtime/graph.hpp>
 #include <metagrad/runtime/hooks.hpp>
-#include <metagrad/backend/tensor_kernels.hpp>
 
 namespace mg::detail {
 

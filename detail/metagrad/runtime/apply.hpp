@@ -17,19 +17,19 @@
 #include <utility>
 #include <vector>
 
+#include <metagrad/backend/blas.hpp>
+#include <metagrad/backend/element_kernels.hpp>
+#include <metagrad/backend/tensor_kernels.hpp>
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/algebra.hpp>
-#include <metagrad/backend/blas.hpp>
 #include <metagrad/core/broadcast.hpp>
 #include <metagrad/core/dispatch.hpp>
-#include <metagrad/backend/element_kernels.hpp>
+#include <metagrad/core/shape_rules.hpp>
+#include <metagrad/core/type_name.hpp>
+#include <metagrad/error.hpp>
 #include <metagrad/runtime/graph.hpp>
 #include <metagrad/runtime/nodes.hpp>
 #include <metagrad/runtime/profiler.hpp>
-#include <metagrad/core/shape_rules.hpp>
-#include <metagrad/backend/tensor_kernels.hpp>
-#include <metagrad/core/type_name.hpp>
-#include <metagrad/error.hpp>
 #include <metagrad/tensor_class.hpp>
 
 namespace mg::detail {

@@ -5,12 +5,12 @@
 // none of it.
 #pragma once
 
-#include <metagrad/runtime/anomaly.hpp>
 #include <metagrad/core/config.hpp>
-#include <metagrad/runtime/engine.hpp>
-#include <metagrad/runtime/apply.hpp>
-#include <metagrad/runtime/tensor_members.hpp>
 #include <metagrad/ops.hpp>
+#include <metagrad/runtime/anomaly.hpp>
+#include <metagrad/runtime/apply.hpp>
+#include <metagrad/runtime/engine.hpp>
+#include <metagrad/runtime/tensor_members.hpp>
 
 #if !MG_HEADER_ONLY && !defined(METAGRAD_BUILDING)  // src/library.hpp defines it
 #define MG_INSTANCE extern template

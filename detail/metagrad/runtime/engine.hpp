@@ -28,14 +28,14 @@
 #include <utility>
 #include <vector>
 
+#include <metagrad/backend/tensor_kernels.hpp>
+#include <metagrad/ops/arithmetic.hpp>
+#include <metagrad/runtime/apply.hpp>
 #include <metagrad/runtime/graph.hpp>
 #include <metagrad/runtime/hooks.hpp>
 #include <metagrad/runtime/nodes.hpp>
 #include <metagrad/runtime/profiler.hpp>
-#include <metagrad/runtime/apply.hpp>
 #include <metagrad/runtime/saved.hpp>
-#include <metagrad/backend/tensor_kernels.hpp>
-#include <metagrad/ops/arithmetic.hpp>
 #include <metagrad/tensor_class.hpp>
 
 namespace mg::detail {
@@ -152,7 +152,7 @@ void add_gradient(const engine_ops& ops, impl_ptr& slot, impl_ptr g) {
 
 template <int = 0>
 impl_ptr root_gradient(const engine_ops& ops, const tensor& out, const tensor& grad,
-                              const char* api, std::size_t i) {
+                       const char* api, std::size_t i) {
   if (!grad.defined()) {
     if (out.numel() != 1)
       fail(api, ": grad can be implicitly created only for scalar outputs; got shape ",
@@ -174,7 +174,7 @@ impl_ptr root_gradient(const engine_ops& ops, const tensor& out, const tensor& g
 // expects (m): summed back over broadcast dimensions, cast to its dtype; an error otherwise.
 template <int = 0>
 impl_ptr fit_gradient(const engine_ops& ops, impl_ptr g, const tensor_meta& m,
-                             const graph_node& from, std::size_t i) {
+                      const graph_node& from, std::size_t i) {
   if (!g) return g;
   if (g->device() != m.device)
     fail(from.name(), ": backward returned a gradient on device ", device_name(g->device()),
@@ -199,8 +199,8 @@ impl_ptr fit_gradient(const engine_ops& ops, impl_ptr g, const tensor_meta& m,
 
 // A hook's replacement for a gradient described by m must match it exactly.
 template <int = 0>
-void check_hook_result(const tensor& r, const tensor_meta& m, const char* what,
-                              const graph_node& n, std::size_t i) {
+void check_hook_result(const tensor& r, const tensor_meta& m, const char* what, const graph_node& n,
+                       std::size_t i) {
   if (!r.defined()) return;
   if (r.shape() != m.shape || r.dtype() != m.dtype || r.device() != m.device)
     fail(what, " of ", n.name(), " returned, for gradient ", i, ", a tensor of shape ",
@@ -227,7 +227,7 @@ tensor_list as_list(const std::vector<impl_ptr>& v) {
 // runs.
 template <int = 0>
 bool before_node(graph_task& task, graph_node& n, std::vector<impl_ptr>& grads,
-                        std::uint32_t flags) {
+                 std::uint32_t flags) {
   if (hook_set* hs = n.tensor_hook_set()) {
     const auto meta = n.outputs();
     for (std::size_t k = 0; k < grads.size(); ++k) {
@@ -265,7 +265,7 @@ bool before_node(graph_task& task, graph_node& n, std::vector<impl_ptr>& grads,
 // Steps 3-5: pre-hooks, the node, post-hooks; out gets one gradient per edge, fitted.
 template <int = 0>
 void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
-                      std::vector<impl_ptr>& grads, std::vector<impl_ptr>& out) {
+               std::vector<impl_ptr>& grads, std::vector<impl_ptr>& out) {
   graph_node& n = *self;
   const prof::node_range profiled(n);  // <metagrad/profiler.hpp>
   hook_set* hs = n.hooks.get();
@@ -338,7 +338,7 @@ void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
 // Runs backward from outputs; returns one gradient per input when !accumulate.
 template <int I = 0>
 std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tensor_list& grads,
-                                          const tensor_list& inputs, const backward_call& c) {
+                                   const tensor_list& inputs, const backward_call& c) {
   MG_DETAIL_LAZY_ENGINE(I);
   if (!grads.empty() && grads.size() != outputs.size())
     fail(c.api, ": got ", grads.size(), " gradients for ", outputs.size(),

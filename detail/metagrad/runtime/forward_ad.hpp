@@ -19,11 +19,11 @@
 #include <utility>
 #include <vector>
 
+#include <metagrad/error.hpp>
+#include <metagrad/grads.hpp>
 #include <metagrad/runtime/engine.hpp>
 #include <metagrad/runtime/graph.hpp>
 #include <metagrad/runtime/nodes.hpp>
-#include <metagrad/error.hpp>
-#include <metagrad/grads.hpp>
 #include <metagrad/tensor_class.hpp>
 
 namespace mg::detail {

@@ -1,8 +1,8 @@
 // What the compiled library instantiates (Note [Compiled core] in config.hpp), included with
 // MG_INSTANCE defined as `template` by the library's sources (src/), each with one of the
 // sections MG_INSTANCES_{CORE,ARITHMETIC,MATH,SHAPED} defined, and as `extern template` by
-// runtime/definitions.hpp in compiled mode, with every section. No include guard: it is included once per
-// meaning of MG_INSTANCE.
+// runtime/definitions.hpp in compiled mode, with every section. No include guard: it is included
+// once per meaning of MG_INSTANCE.
 //   - core: mg::tensor's members and the free functions on tensors that are templates in name
 //     only (Note [Lazy members] in runtime/lazy.hpp), and the engine functions the public
 //     headers declare;

@@ -345,8 +345,8 @@ impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) const {
              ": a saved-tensor unpack hook returned an undefined tensor; it must return the "
              "tensor pack received (or one equal to it)");
       if (u->shape != e.shape)
-        fail(op, ": a saved-tensor unpack hook returned a tensor of shape ",
-             shape_string(u->shape), " for a saved tensor of shape ", shape_string(e.shape),
+        fail(op, ": a saved-tensor unpack hook returned a tensor of shape ", shape_string(u->shape),
+             " for a saved tensor of shape ", shape_string(e.shape),
              "; it must return the tensor pack received (or one equal to it)");
       impl_ptr c = u->dtype() == e.dtype ? u : copy_kernel(*u, e.dtype, u->shape);
       if (c->device() != e.device) c = transfer_kernel(*c, e.device);

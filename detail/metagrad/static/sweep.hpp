@@ -19,8 +19,8 @@
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/config.hpp>
 #include <metagrad/core/dispatch.hpp>
-#include <metagrad/static/plan.hpp>
 #include <metagrad/grads.hpp>
+#include <metagrad/static/plan.hpp>
 
 namespace mg::detail {
 

@@ -20,19 +20,19 @@
 #include <xtensor/xreducer.hpp>
 #include <xtensor/xstrided_view.hpp>
 
-#include <metagrad/core/algebra.hpp>
 #include <metagrad/backend/backend.hpp>
-#include <metagrad/core/broadcast.hpp>
 #include <metagrad/backend/cpu.hpp>
+#include <metagrad/core/algebra.hpp>
+#include <metagrad/core/broadcast.hpp>
 #include <metagrad/core/dispatch.hpp>
 #include <metagrad/core/gemm.hpp>
 #include <metagrad/core/shape_rules.hpp>
-#include <metagrad/static/sweep.hpp>
 #include <metagrad/core/type_name.hpp>
-#include <metagrad/xt/pool.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/grads.hpp>
+#include <metagrad/static/sweep.hpp>
 #include <metagrad/types.hpp>
+#include <metagrad/xt/pool.hpp>
 
 namespace mg::detail {
 

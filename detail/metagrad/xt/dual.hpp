@@ -33,17 +33,16 @@
 
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/dispatch.hpp>
-#include <metagrad/static/sweep.hpp>
-#include <metagrad/xt/algebra.hpp>
-#include <metagrad/xt/pool.hpp>
-#include <metagrad/xt/region.hpp>
 #include <metagrad/dual_array.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/ops.hpp>
 #include <metagrad/static/evaluator.hpp>
+#include <metagrad/static/sweep.hpp>
+#include <metagrad/xt/algebra.hpp>
+#include <metagrad/xt/pool.hpp>
+#include <metagrad/xt/region.hpp>
 
 namespace mg {
-
 
 namespace detail {
 

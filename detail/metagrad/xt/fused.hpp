@@ -11,12 +11,12 @@
 #include <utility>
 
 #include <metagrad/concepts.hpp>
-#include <metagrad/static/plan.hpp>
 #include <metagrad/core/type_list.hpp>
-#include <metagrad/xt/region.hpp>
 #include <metagrad/expr.hpp>
 #include <metagrad/ops/arithmetic.hpp>
 #include <metagrad/ops/reductions.hpp>
+#include <metagrad/static/plan.hpp>
+#include <metagrad/xt/region.hpp>
 
 namespace mg::detail {
 

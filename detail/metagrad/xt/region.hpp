@@ -34,15 +34,15 @@
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/broadcast.hpp>
 #include <metagrad/core/config.hpp>
-#include <metagrad/static/plan.hpp>
 #include <metagrad/core/simd.hpp>
-#include <metagrad/static/sweep.hpp>
 #include <metagrad/core/type_list.hpp>
 #include <metagrad/core/type_name.hpp>
-#include <metagrad/xt/algebra.hpp>
-#include <metagrad/xt/pool.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/expr.hpp>
+#include <metagrad/static/plan.hpp>
+#include <metagrad/static/sweep.hpp>
+#include <metagrad/xt/algebra.hpp>
+#include <metagrad/xt/pool.hpp>
 
 namespace mg::detail {
 

@@ -21,10 +21,10 @@
 
 #include <xtensor/xarray.hpp>
 
-#include <metagrad/xt/algebra.hpp>
-#include <metagrad/xt/dual.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static/evaluator.hpp>
+#include <metagrad/xt/algebra.hpp>
+#include <metagrad/xt/dual.hpp>
 
 namespace mg::detail {
 

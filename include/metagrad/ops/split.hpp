@@ -25,11 +25,11 @@
 #include <vector>
 
 #include <metagrad/call_site.hpp>
-#include <metagrad/runtime/graph.hpp>
-#include <metagrad/runtime/apply.hpp>
 #include <metagrad/core/shape_rules.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/ops/indexing.hpp>
+#include <metagrad/runtime/apply.hpp>
+#include <metagrad/runtime/graph.hpp>
 #include <metagrad/tensor_class.hpp>
 
 namespace mg {
