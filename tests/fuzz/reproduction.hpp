@@ -36,8 +36,9 @@ inline mg::tensor input(const mg::shape_t& shape, mg::dtype d, bool requires_gra
 }
 inline mg::tensor indices(const std::vector<std::int64_t>& ix, const mg::tensor& x) {
   std::vector<double> d(ix.begin(), ix.end());
-  return input({static_cast<std::int64_t>(ix.size())}, mg::f64, false, d).to(mg::i64).to(
-      x.device());
+  return input({static_cast<std::int64_t>(ix.size())}, mg::f64, false, d)
+      .to(mg::i64)
+      .to(x.device());
 }
 
 }  // namespace mg_fuzz

@@ -15,7 +15,7 @@ namespace mg_fuzz {
 
 // How one run differs from the plain one. Every variant must give the plain run's gradients.
 struct variant {
-  bool f64 = true;              // every input in float64 (else each input's own dtype)
+  bool f64 = true;  // every input in float64 (else each input's own dtype)
   mg::device device = mg::device::cpu;
   bool fuse = false;            // elementwise instructions run as mg::fuse nodes
   bool identity_hooks = false;  // a hook returning its gradient on every value that requires grad
@@ -29,7 +29,7 @@ struct variant {
 
 struct run_result {
   double loss = 0;
-  std::vector<mg::tensor> grads;  // one per input that requires grad (undefined: not reached)
+  std::vector<mg::tensor> grads;     // one per input that requires grad (undefined: not reached)
   std::optional<std::string> error;  // the mg::error the run raised, if any
 };
 
