@@ -15,6 +15,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/graph_dot.hpp
   include/metagrad/grads.hpp
   include/metagrad/metagrad.hpp
+  include/metagrad/node.hpp
   include/metagrad/ops.hpp
   include/metagrad/ops/arithmetic.hpp
   include/metagrad/ops/comparison.hpp
@@ -65,13 +66,21 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/backend/tensor_kernels.hpp
   # static: tracing, planning, sweeps, the evaluators on numbers
   detail/metagrad/static/evaluator.hpp
+  detail/metagrad/static/family.hpp
+  detail/metagrad/static/number_family.hpp
   detail/metagrad/static/plan.hpp
   detail/metagrad/static/scan.hpp
+  detail/metagrad/static/scan_body.hpp
   detail/metagrad/static/sweep.hpp
   # xt: the xtensor evaluator
   detail/metagrad/xt/algebra.hpp
-  detail/metagrad/xt/dual.hpp
+  detail/metagrad/xt/array_family.hpp
+  detail/metagrad/xt/boundaries.hpp
+  detail/metagrad/xt/dual_family.hpp
+  detail/metagrad/xt/element_loop.hpp
   detail/metagrad/xt/fused.hpp
+  detail/metagrad/xt/fused_paths.hpp
+  detail/metagrad/xt/general.hpp
   detail/metagrad/xt/pool.hpp
   detail/metagrad/xt/region.hpp
   detail/metagrad/xt/transforms.hpp
@@ -96,7 +105,9 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/runtime/tensor_print.hpp
   # api: the functional API and gradcheck behind their public headers
   detail/metagrad/api/functional.hpp
+  detail/metagrad/api/fused.hpp
   detail/metagrad/api/gradcheck.hpp
+  detail/metagrad/api/tensor_family.hpp
 )
 set(METAGRAD_CUDA_HEADERS
   cuda/metagrad/cuda.hpp

@@ -9,7 +9,7 @@
 #   static   detail/metagrad/static/, expr.hpp, repeat.hpp, unroll.hpp, to_string.hpp: tracing,
 #            sweeps (the runtime engine reads what an op's backward uses by tracing it)
 #   xt       detail/metagrad/xt/, dual_array.hpp: the xtensor evaluator
-#   runtime  detail/metagrad/runtime/, tensor_class.hpp, ops/split.hpp: graph, nodes, engine,
+#   runtime  detail/metagrad/runtime/, tensor_class.hpp, node.hpp, ops/split.hpp: graph, nodes, engine,
 #            hooks, saved tensors, profiler
 #   face     every other public header, detail/metagrad/api/ (the functional API and gradcheck
 #            behind their public headers), and the Thrust backend under cuda/
@@ -30,7 +30,7 @@ function(metagrad_layer_of path out)
     set(layer face)
   elseif(path MATCHES "^(error|types|call_site|grads|concepts|version)\\.hpp$")
     set(layer core)
-  elseif(path STREQUAL "ops/split.hpp" OR path STREQUAL "tensor_class.hpp")
+  elseif(path STREQUAL "ops/split.hpp" OR path STREQUAL "tensor_class.hpp" OR path STREQUAL "node.hpp")
     set(layer runtime)
   elseif(path MATCHES "^ops/" OR path STREQUAL "ops.hpp")
     set(layer ops)

@@ -10,7 +10,7 @@
 // which cannot be probed with numbers: Note [Ops on arrays only]), `differentiable = false`
 // (comparisons), `simd = false` (numbers only), `keeps_integers = true` (i64 in, i64 out on
 // tensors), `linear = mg::linearity::...` (how a non-elementwise op is linear: forward mode on
-// arrays reads it, Note [Dual arrays] in xt/dual.hpp).
+// arrays reads it, Note [Dual arrays] in xt/dual_family.hpp).
 #pragma once
 
 #include <concepts>

@@ -1,5 +1,5 @@
 // mg::dual_array: an xtensor array with its tangent, what mg::jvp passes to a function of arrays
-// (Note [Dual arrays] in xt/dual.hpp, where its evaluator is).
+// (Note [Dual arrays] in xt/dual_family.hpp, where its evaluator is).
 #pragma once
 
 #include <metagrad/core/dispatch.hpp>

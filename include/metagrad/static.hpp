@@ -138,7 +138,7 @@ constexpr auto jvp(const F& f, const std::tuple<X...>& primals, const std::tuple
   using Family =
       typename detail::refine_family<detail::evaluator_family_t<X...>, F, sizeof...(X)>::type;
   if constexpr (detail::TangentFamily<Family>) {
-    // arrays: f called on dual arrays (Note [Dual arrays] in xt/dual.hpp)
+    // arrays: f called on dual arrays (Note [Dual arrays] in xt/dual_family.hpp)
     return detail::evaluator<Family>::jvp(f, primals, tangents);
   } else {
     return detail::jvp_numbers(f, primals, tangents);

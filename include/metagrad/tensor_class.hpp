@@ -49,6 +49,7 @@
 #include <metagrad/call_site.hpp>
 #include <metagrad/core/dispatch.hpp>
 #include <metagrad/error.hpp>
+#include <metagrad/node.hpp>
 #include <metagrad/runtime/graph.hpp>
 #include <metagrad/runtime/lazy.hpp>
 #include <metagrad/types.hpp>
@@ -70,13 +71,6 @@ struct xarray_type;
 
 class tensor;
 using tensor_list = std::vector<tensor>;
-
-namespace autograd {
-/// A recorded operation of the runtime graph (`tensor::grad_fn()`): `name()`, `next_functions()`
-/// (edges: `.function`, `.input_nr`), `register_hook`, `register_prehook`.
-using node = detail::graph_node;
-using edge = detail::edge;
-}  // namespace autograd
 
 namespace detail {
 // One element read by tensor::item<T>() (<metagrad/runtime/tensor_inline.hpp>).

@@ -1,4 +1,4 @@
-// Compile-fail cases of the transforms on arrays (Note [Dual arrays] in xt/dual.hpp):
+// Compile-fail cases of the transforms on arrays (Note [Dual arrays] in xt/dual_family.hpp):
 // what they do not support is rejected in one sentence. MG_COMPILE_FAIL picks the case; without
 // it, the well-formed twins build and run, checked against closed forms.
 #include <cmath>

@@ -1,4 +1,4 @@
-// The static engine's transforms on xtensor arrays (Note [Dual arrays] in xt/dual.hpp):
+// The static engine's transforms on xtensor arrays (Note [Dual arrays] in xt/dual_family.hpp):
 // mg::jvp, mg::vjp, mg::jacobian, mg::hessian, jvp of grad and grad of grad, in float64 against
 // central differences of the engine's own values and gradients, and their errors. (Every op's
 // tangent and Hessian-vector product is also checked by the op table, tests/ops.)

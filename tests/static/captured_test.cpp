@@ -1,4 +1,4 @@
-// Data in the function (Note [Captured arrays] in <metagrad/xtensor.hpp>): arrays a traced
+// Data in the function (Note [Captured arrays] in xt/array_family.hpp): arrays a traced
 // function captures are constants of its expression, with number arguments and with array
 // arguments, inside elementwise regions and under shaped ops; gradients against closed forms and
 // central differences (first order: second order on arrays is not there yet, docs/static.md).

@@ -25,7 +25,7 @@ struct element_family {};  // SIMD packs
 struct array_family {};    // xtensor arrays (the static engine's general path)
 struct expr_family {};
 struct tensor_family {};
-struct dual_family {};  // xtensor arrays with tangents: Note [Dual arrays] (xt/dual.hpp)
+struct dual_family {};  // xtensor arrays with tangents: Note [Dual arrays] (xt/dual_family.hpp)
 
 template <class T>
 struct family_of_impl {
@@ -46,7 +46,7 @@ using family_of_t = typename family_of_impl<std::remove_cvref_t<T>>::type;
 
 // Two families joined: a number joins anything, equal families stay, an array joins a static-engine
 // expression as one of its constants (data a traced function captured: Note [Captured arrays] in
-// <metagrad/xtensor.hpp>) and an array with a tangent as a constant too (Note [Dual arrays]),
+// xt/array_family.hpp) and an array with a tangent as a constant too (Note [Dual arrays]),
 // anything else is void.
 template <class A, class B>
 using join2_t = std::conditional_t<

@@ -12,12 +12,15 @@
 
 namespace mg {
 class hook_handle;
+namespace autograd {
+struct node;  // <metagrad/node.hpp>
 }
+}  // namespace mg
 
 namespace mg::detail {
 
-struct graph_node;  // runtime/graph.hpp
-struct hook_set;    // runtime/hooks.hpp
+using graph_node = autograd::node;
+struct hook_set;  // runtime/hooks.hpp
 
 // Inference mode (thread-local, as torch's): grad mode is off and the tensors created are
 // inference tensors, which cannot be saved for backward.

@@ -335,19 +335,15 @@ void call_node(graph_task& task, const std::shared_ptr<graph_node>& self,
   }
 }
 
-// Runs backward from outputs; returns one gradient per input when !accumulate.
-template <int I = 0>
-std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tensor_list& grads,
-                                   const tensor_list& inputs, const backward_call& c) {
-  MG_DETAIL_LAZY_ENGINE(I);
+// The roots of a backward call: the outputs' gradient edges, each with its seed (the gradient
+// given, or ones for a scalar output).
+template <int = 0>
+std::vector<std::pair<edge, impl_ptr>> task_roots(const tensor_list& outputs,
+                                                  const tensor_list& grads,
+                                                  const backward_call& c) {
   if (!grads.empty() && grads.size() != outputs.size())
     fail(c.api, ": got ", grads.size(), " gradients for ", outputs.size(),
          " outputs; pass one gradient per output (or none for scalar outputs)");
-  if (!c.ops) fail(c.api, ": internal error: the engine was entered without its ops");
-  graph_task task;
-  task.call = c;
-  task.id = next_task_id();
-  task.inputs = &inputs;
   std::vector<std::pair<edge, impl_ptr>> roots;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const tensor& out = outputs[i];
@@ -363,19 +359,30 @@ std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tensor_list
     }
     roots.emplace_back(gradient_edge(out.impl()), std::move(g));
   }
-  // The target nodes of the inputs (Note [Targets]).
-  std::vector<edge> input_edges;
+  return roots;
+}
+
+// The edges of the inputs: where their gradients arrive (Note [Targets]).
+template <int = 0>
+std::vector<edge> target_edges(const tensor_list& inputs, const backward_call& c) {
+  std::vector<edge> edges;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined() || !inputs[i].requires_grad())
       fail(c.api, ": input ", i,
            " does not require grad; every input must be a tensor that "
            "requires grad (a leaf created with .requires_grad = true, or computed from one)");
-    input_edges.push_back(gradient_edge(inputs[i].impl()));
+    edges.push_back(gradient_edge(inputs[i].impl()));
   }
-  task.has_targets = !inputs.empty();
-  // Note [Dependencies], with the post-order of Note [Targets] when there are targets; without,
-  // any order counts the dependencies, and a worklist holds no more than the graph's width (a
-  // depth-first stack would hold a chain's every node).
+  return edges;
+}
+
+// Note [Dependencies]: counts the edges into every node reachable from the roots. With targets,
+// also returns the nodes in post-order (Note [Targets]); without, any order counts the
+// dependencies, and a worklist holds no more than the graph's width (a depth-first stack would
+// hold a chain's every node).
+template <int = 0>
+std::vector<const graph_node*> count_dependencies(
+    graph_task& task, const std::vector<std::pair<edge, impl_ptr>>& roots) {
   std::vector<const graph_node*> post;
   bool fresh = false;
   if (!task.has_targets) {
@@ -411,59 +418,70 @@ std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tensor_list
       }
     }
   }
-  task.captured.resize(inputs.size());
-  for (std::size_t i = 0; i < inputs.size(); ++i)  // an input the outputs do not reach: unused
+  return post;
+}
+
+// Note [Targets]: the inputs' nodes are targets whose arriving gradient is captured; with
+// targets, a node is needed when it is a target or a child is needed (post: children first).
+template <int = 0>
+void mark_targets(graph_task& task, const std::vector<edge>& input_edges,
+                  const std::vector<const graph_node*>& post) {
+  task.captured.resize(input_edges.size());
+  for (std::size_t i = 0; i < input_edges.size(); ++i)  // an input the outputs do not reach: unused
     if (auto* s = task.table.lookup(input_edges[i].function.get())) {
       s->flags |= node_table::target;
       task.captures.push_back({input_edges[i].function.get(), input_edges[i].input_nr, i});
     }
-  if (task.has_targets)
-    for (const graph_node* n : post) {
-      bool child_needs = false;
-      for (const auto& e : const_cast<graph_node*>(n)->next_edges())
-        if (e)
-          child_needs =
-              child_needs || (task.table.lookup(e.function.get())->flags & node_table::need);
-      auto& s = *task.table.lookup(n);
-      const bool target = s.flags & node_table::target;
-      s.flags = (s.flags & ~(node_table::need | node_table::exec)) |
-                (target || child_needs ? node_table::need : 0) |
-                (child_needs || (target && c.accumulate) ? node_table::exec : 0);
+  if (!task.has_targets) return;
+  for (const graph_node* n : post) {
+    bool child_needs = false;
+    for (const auto& e : const_cast<graph_node*>(n)->next_edges())
+      if (e)
+        child_needs =
+            child_needs || (task.table.lookup(e.function.get())->flags & node_table::need);
+    auto& s = *task.table.lookup(n);
+    const bool target = s.flags & node_table::target;
+    s.flags = (s.flags & ~(node_table::need | node_table::exec)) |
+              (target || child_needs ? node_table::need : 0) |
+              (child_needs || (target && task.call.accumulate) ? node_table::exec : 0);
+  }
+}
+
+// The input buffer of node n, whose slot is s: created (or reused) on the first gradient.
+template <int = 0>
+graph_task::input_buffer& task_buffer(graph_task& task, const std::shared_ptr<graph_node>& n,
+                                      node_table::slot& s) {
+  if (!s.buffer) {
+    std::uint32_t i;
+    if (task.free_buffers.empty()) {
+      i = static_cast<std::uint32_t>(task.buffers.size());
+      if (i > node_table::max_buffers)
+        fail(task.call.api, ": more than ", node_table::max_buffers,
+             " nodes wait for gradients at once");
+      task.buffers.emplace_back();
+    } else {
+      i = task.free_buffers.back();
+      task.free_buffers.pop_back();
     }
-  // input buffers: the slot of a node that has one names it
-  const auto buffer = [&](const std::shared_ptr<graph_node>& n,
-                          node_table::slot& s) -> graph_task::input_buffer& {
-    if (!s.buffer) {
-      std::uint32_t i;
-      if (task.free_buffers.empty()) {
-        i = static_cast<std::uint32_t>(task.buffers.size());
-        if (i > node_table::max_buffers)
-          fail(c.api, ": more than ", node_table::max_buffers, " nodes wait for gradients at once");
-        task.buffers.emplace_back();
-      } else {
-        i = task.free_buffers.back();
-        task.free_buffers.pop_back();
-      }
-      s.buffer = i + 1;
-      auto& b = task.buffers[i];
-      b.self = n;
-      b.grads.assign(n->num_outputs(), nullptr);
-    }
-    return task.buffers[s.buffer - 1];
-  };
+    s.buffer = i + 1;
+    auto& b = task.buffers[i];
+    b.self = n;
+    b.grads.assign(n->num_outputs(), nullptr);
+  }
+  return task.buffers[s.buffer - 1];
+}
+
+// Runs the nodes, the ready one recorded last first (Note [Dependencies]), from the roots' seeds.
+template <int = 0>
+void run_nodes(graph_task& task, std::vector<std::pair<edge, impl_ptr>>& roots) {
+  const engine_ops& ops = *task.call.ops;
   using ready_entry = std::pair<std::uint64_t, graph_node*>;
   std::priority_queue<ready_entry> ready;
   for (auto& [e, g] : roots) {
     auto& s = *task.table.lookup(e.function.get());
-    add_gradient(*c.ops, buffer(e.function, s).grads[e.input_nr], std::move(g));
+    add_gradient(ops, task_buffer(task, e.function, s).grads[e.input_nr], std::move(g));
     if (s.deps == 0) ready.emplace(e.function->sequence_nr, e.function.get());
   }
-  struct task_scope {
-    graph_task* previous;
-    ~task_scope() { current_task() = previous; }
-  } scope{current_task()};
-  current_task() = &task;
-  grad_mode_guard mode(c.create_graph);
   std::vector<impl_ptr> out, grads_in;
   while (!ready.empty()) {
     graph_node* n = ready.top().second;
@@ -489,17 +507,41 @@ std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tensor_list
       if (!e) continue;
       auto& cs = *task.table.lookup(e.function.get());
       if (!task.has_targets || (cs.flags & node_table::need)) {
-        auto& b = buffer(e.function, cs);
-        add_gradient(*c.ops, b.grads[e.input_nr], std::move(out[k]));
+        auto& b = task_buffer(task, e.function, cs);
+        add_gradient(ops, b.grads[e.input_nr], std::move(out[k]));
       }
       if (--cs.deps == 0) {
         if (task.has_targets && !(cs.flags & node_table::need)) continue;
-        buffer(e.function, cs);  // a node reached without a gradient still runs (hooks see it)
+        task_buffer(task, e.function, cs);  // a node reached without a gradient still runs
         ready.emplace(e.function->sequence_nr, e.function.get());
       }
     }
     grads_in.clear();
   }
+}
+
+// Runs backward from outputs; returns one gradient per input when !accumulate.
+template <int I = 0>
+std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tensor_list& grads,
+                                   const tensor_list& inputs, const backward_call& c) {
+  MG_DETAIL_LAZY_ENGINE(I);
+  if (!c.ops) fail(c.api, ": internal error: the engine was entered without its ops");
+  graph_task task;
+  task.call = c;
+  task.id = next_task_id();
+  task.inputs = &inputs;
+  auto roots = task_roots(outputs, grads, c);
+  const std::vector<edge> input_edges = target_edges(inputs, c);
+  task.has_targets = !inputs.empty();
+  const std::vector<const graph_node*> post = count_dependencies(task, roots);
+  mark_targets(task, input_edges, post);
+  struct task_scope {
+    graph_task* previous;
+    ~task_scope() { current_task() = previous; }
+  } scope{current_task()};
+  current_task() = &task;
+  grad_mode_guard mode(c.create_graph);
+  run_nodes(task, roots);
   if (!c.accumulate)
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (!task.captured[i] && !c.allow_unused)

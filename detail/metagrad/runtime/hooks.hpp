@@ -260,10 +260,11 @@ hook_handle tensor::register_hook(F&& fn) const {
 
 }  // namespace mg
 
-namespace mg::detail {
+namespace mg {
 
 template <class F>
-mg::hook_handle graph_node::register_hook(F&& fn) {
+hook_handle autograd::node::register_hook(F&& fn) {
+  using namespace detail;
   static_assert(std::is_invocable_v<const std::decay_t<F>&, const tensor_list&, const tensor_list&>,
                 "metagrad: a node hook is callable as fn(const mg::tensor_list& grad_inputs, const "
                 "mg::tensor_list& grad_outputs)");
@@ -283,7 +284,8 @@ mg::hook_handle graph_node::register_hook(F&& fn) {
 }
 
 template <class F>
-mg::hook_handle graph_node::register_prehook(F&& fn) {
+hook_handle autograd::node::register_prehook(F&& fn) {
+  using namespace detail;
   static_assert(std::is_invocable_v<const std::decay_t<F>&, const tensor_list&>,
                 "metagrad: a node pre-hook is callable as fn(const mg::tensor_list& grad_outputs)");
   pre_hook_fn f = [fn = std::decay_t<F>(std::forward<F>(fn))](const tensor_list& go) {
@@ -299,4 +301,4 @@ mg::hook_handle graph_node::register_prehook(F&& fn) {
   return hook_access::make(hooks, id);
 }
 
-}  // namespace mg::detail
+}  // namespace mg

@@ -1,8 +1,8 @@
-// The static engine's evaluators and transforms (what <metagrad/static.hpp>'s public functions
-// are made of): the evaluator family of a call's arguments, evaluator<number_family> (plain
-// sweeps on numbers), and the transform objects mg::grad, mg::value_and_grad, mg::jacobian and
-// mg::hessian return. The loop node (static/scan.hpp) and the xtensor evaluator (xt/) build on
-// them.
+// The static engine's transforms (what <metagrad/static.hpp>'s public functions are made of): the
+// objects mg::grad, mg::value_and_grad, mg::jacobian and mg::hessian return, which run the
+// evaluator of their arguments' family (static/family.hpp; the number family's is included here,
+// the others come with their headers). The loop node (static/scan.hpp) and the xtensor
+// evaluator (xt/) build on them.
 #pragma once
 
 #include <cstddef>
@@ -14,154 +14,14 @@
 #include <metagrad/core/dispatch.hpp>
 #include <metagrad/expr.hpp>
 #include <metagrad/ops.hpp>
+#include <metagrad/static/family.hpp>
+#include <metagrad/static/number_family.hpp>
 #include <metagrad/static/sweep.hpp>
 #include <metagrad/to_string.hpp>
 
 namespace mg {
 
 namespace detail {
-// Static-engine expressions are 0-d arrays (grad of grad on scalar functions).
-template <class X>
-requires Expr<X>
-struct algebra_impl<X> : scalar_algebra {
-};
-
-// Which evaluator a list of argument types selects, named by the family tags of detail::call
-// (core/dispatch.hpp): number_family (numbers, and expressions being traced: evaluator<> here),
-// array_family (xtensor arrays: <metagrad/xtensor.hpp>), dual_family (xt/dual.hpp) and
-// tensor_family (mg::tensor: <metagrad/fuse.hpp>).
-template <class T>
-struct evaluator_family_of {
-  using type = void;
-};
-template <class T>
-requires(std::is_floating_point_v<T> || Expr<T>) struct evaluator_family_of<T> {
-  using type = number_family;
-};
-
-template <class... Fs>
-struct join_evaluator_family;
-template <>
-struct join_evaluator_family<> {
-  using type = number_family;
-};
-template <class F, class... Fs>
-struct join_evaluator_family<F, Fs...> {
-  using rest = typename join_evaluator_family<Fs...>::type;
-  // scalars mix with anything; any other two families must agree
-  using type = std::conditional_t<
-      std::is_same_v<F, number_family>, rest,
-      std::conditional_t<std::is_same_v<rest, number_family> || std::is_same_v<rest, F>, F, void>>;
-};
-template <class... Args>
-using evaluator_family_t = typename join_evaluator_family<
-    typename evaluator_family_of<std::remove_cvref_t<Args>>::type...>::type;
-
-template <class Family>
-struct evaluator;  // primary: no evaluator for these arguments
-
-template <class Family>
-concept HasEvaluator = requires {
-  sizeof(evaluator<Family>);
-};
-
-template <class F, std::size_t... I>
-MG_HD MG_INLINE constexpr auto trace(const F& f, std::index_sequence<I...>) {
-  return as_expr(f(arg<I>{}...));
-}
-template <class F, std::size_t N>
-using traced_t = decltype(trace(std::declval<const F&>(), std::make_index_sequence<N>{}));
-
-template <class V>
-MG_HD constexpr auto one_like(const V&) {
-  if constexpr (Expr<V>) {
-    return cst<known<1>>{};
-  } else {
-    return V(1);
-  }
-}
-template <class A>
-MG_HD constexpr auto zero_like(const A&) {
-  if constexpr (Expr<A>) {
-    return cst<known<0>>{};
-  } else {
-    return A(0);
-  }
-}
-// Gradients come back in the argument's type.
-template <class A, class G>
-MG_HD constexpr auto as_arg_type(G&& g) {
-  if constexpr (std::is_arithmetic_v<A>) {
-    return static_cast<A>(g);
-  } else {
-    return std::remove_cvref_t<G>(std::forward<G>(g));
-  }
-}
-
-template <class T>
-constexpr auto bare_or_tuple(T&& t) {
-  if constexpr (std::tuple_size_v<std::remove_cvref_t<T>> == 1) {
-    return std::get<0>(std::forward<T>(t));
-  } else {
-    return std::forward<T>(t);
-  }
-}
-
-template <>
-struct evaluator<number_family> {
-  template <std::size_t... I, class F, class... A>
-  MG_INLINE static constexpr auto value_and_grad(const F& f, const A&... args) {
-    return value_and_vjp<I...>(
-        f, [](const auto& v) { return one_like(v); }, args...);
-  }
-
-  // {f(args), seed * gradient}, one forward and one backward sweep; seed_of(value) is the seed.
-  template <std::size_t... I, class F, class SeedOf, class... A>
-  MG_INLINE static constexpr auto value_and_vjp(const F& f, SeedOf seed_of, const A&... args) {
-    using E = traced_t<F, sizeof...(A)>;
-    const E e = trace(f, std::index_sequence_for<A...>{});
-    const tuple<A...> a{{args}...};
-    using V = typename sweep_types<E, tuple<A...>, plain_policy,
-                                   int>::template val_t<plan_v<E>.nslots - 1>;
-    using Seed = decltype(seed_of(std::declval<const V&>()));
-    sweep<E, tuple<A...>, plain_policy, Seed> s(e, a);
-    s.forward();
-    const Seed seed = seed_of(s.result());
-    s.backward(seed);
-    using Args = std::tuple<A...>;
-    return std::pair{s.result(), std::tuple{as_arg_type<std::tuple_element_t<I, Args>>(
-                                     s.template gradient<I>(seed, zero_like(at<I>(a))))...}};
-  }
-};
-
-// The family of the data among an expression's constants: numbers, unless a family's header says
-// otherwise (<metagrad/xtensor.hpp> for captured arrays: Note [Captured arrays]).
-template <class E>
-struct constants_family {
-  using type = number_family;
-};
-// The family whose evaluator differentiates F at arguments of family Family: for numbers, the
-// family of F's constants (a function of numbers that captured an array runs on arrays).
-template <class Family, class F, std::size_t N>
-struct refine_family {
-  using type = Family;
-};
-// The function a transform differentiates (the function itself for others): a transform's
-// family is that of the function inside it, which is traced, not the transform.
-template <class F>
-struct innermost {
-  using type = F;
-};
-template <class F>
-requires requires { typename F::mg_inner; }
-struct innermost<F> {
-  using type = typename innermost<typename F::mg_inner>::type;
-};
-template <class F, std::size_t N>
-struct refine_family<number_family, F, N> {
-  using type = typename constants_family<traced_t<typename innermost<F>::type, N>>::type;
-};
-
 // Is F one of the transforms below (a function that is not traced, but computes derivatives;
 // component_of is one when the function inside it is)?
 template <class F>
@@ -199,7 +59,8 @@ struct grad_transform {
                   "family) to differentiate with these arguments");
     static_assert(((I < sizeof...(A)) && ...),
                   "metagrad: grad<I...> names an argument index the call does not have");
-    // an evaluator that builds the final results in place says so (xtensor.hpp): no copy of them
+    // an evaluator that builds the final results in place says so (xt/array_family.hpp): no copy of
+    // them
     constexpr bool in_place = requires { evaluator<Family>::builds_final_result; };
     return [&]<std::size_t... J>(std::index_sequence<J...>) {
       if constexpr (Transform<F> && TangentFamily<Family>) {

@@ -115,7 +115,7 @@ requires std::is_empty_v<T>
 struct constant_value<T> {
   using type = double;
 };
-// A wrapped constant (a captured array: Note [Captured arrays] in <metagrad/xtensor.hpp>) is
+// A wrapped constant (a captured array: Note [Captured arrays] in xt/array_family.hpp) is
 // read through its `array` member.
 template <class T>
 requires requires { typename T::array_type; }
@@ -148,7 +148,7 @@ struct wanted_args {
 
 // What a backward of Op reads, as a mask over its inputs (bit k) and its output (bit n), when the
 // gradients of the inputs with wanted[k] are wanted: everything, unless Op declares
-// gradient_reads. Shared by the sweep and the fused form's boundaries (xtensor.hpp).
+// gradient_reads. Shared by the sweep and the fused form's boundaries (xt/boundaries.hpp).
 template <class Op, std::size_t N>
 constexpr std::uint32_t read_mask_for(const std::array<bool, N>& wanted) {
   if constexpr (requires { Op::gradient_reads; }) {

@@ -1,5 +1,5 @@
 // The forms of a traced expression that the static engine's xtensor evaluator runs as fused
-// loops (<metagrad/xtensor.hpp>): which expressions they are, and the rewrites that prepare them
+// loops (xt/fused_paths.hpp): which expressions they are, and the rewrites that prepare them
 // (Note [Hoisting], Note [Scalar epilogue]). Types and constexpr functions only; the loops are
 // element_loop (xt/region.hpp) and the evaluator.
 #pragma once
@@ -27,7 +27,7 @@ template <class Op, class... A>
 inline constexpr bool all_elementwise_v<node<Op, A...>> = is_elementwise<Op>() &&
                                                           (all_elementwise_v<A> && ...);
 
-// Does E hold a captured array (Note [Captured arrays] in <metagrad/xtensor.hpp>)?
+// Does E hold a captured array (Note [Captured arrays] in xt/array_family.hpp)?
 template <class E>
 inline constexpr bool has_array_constant_v = false;
 template <class T>

@@ -1,5 +1,6 @@
 // The static engine's transforms beyond grad on xtensor arrays: mg::jvp, mg::vjp, mg::jacobian,
-// mg::hessian, and grad of a gradient, built on dual arrays (Note [Dual arrays] in xt/dual.hpp).
+// mg::hessian, and grad of a gradient, built on dual arrays (Note [Dual arrays] in
+// xt/dual_family.hpp).
 //
 // - jvp: f called once on dual arrays (the primals with their tangents): {f(x), J v}.
 // - vjp: one forward and one reverse sweep of the general evaluator, seeded with u.
@@ -24,7 +25,7 @@
 #include <metagrad/error.hpp>
 #include <metagrad/static/evaluator.hpp>
 #include <metagrad/xt/algebra.hpp>
-#include <metagrad/xt/dual.hpp>
+#include <metagrad/xt/dual_family.hpp>
 
 namespace mg::detail {
 

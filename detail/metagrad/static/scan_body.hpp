@@ -1,0 +1,288 @@
+// The parts of mg::repeat's scan node (Note [Scan] in static/scan.hpp) that concern its step:
+// the state as symbolic leaves and as values, which arguments the traced body reads and its
+// renaming, and the body's value and vector-Jacobian product at given values.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <metagrad/core/tuple.hpp>
+#include <metagrad/core/type_list.hpp>
+#include <metagrad/expr.hpp>
+#include <metagrad/static/evaluator.hpp>
+#include <metagrad/static/sweep.hpp>
+
+namespace mg::detail {
+
+// ---- the state, as symbolic leaves and as values ----------------------------------------------
+
+template <class S>
+concept scan_tuple = requires {
+  std::tuple_size<std::remove_cvref_t<S>>::value;
+};
+
+template <class S>
+constexpr std::size_t state_size() {
+  if constexpr (scan_tuple<S>) {
+    return std::tuple_size_v<std::remove_cvref_t<S>>;
+  } else {
+    return 1;
+  }
+}
+
+// Component j of a state (the state itself when it is one value).
+template <std::size_t j, class S>
+constexpr decltype(auto) state_component(S&& s) {
+  if constexpr (scan_tuple<S>) {
+    return std::get<j>(std::forward<S>(s));
+  } else {
+    return std::forward<S>(s);
+  }
+}
+
+// A state shaped like S (a value, a pair or a tuple) of the given components.
+template <class S, class... C>
+constexpr auto state_like(C... c) {
+  if constexpr (!scan_tuple<S>) {
+    return (c, ...);
+  } else if constexpr (requires { typename std::remove_cvref_t<S>::first_type; }) {
+    return std::pair<C...>{std::move(c)...};
+  } else {
+    return std::tuple<C...>{std::move(c)...};
+  }
+}
+
+template <std::size_t Base, class S, std::size_t... j>
+constexpr auto symbolic_state(std::index_sequence<j...>) {
+  return state_like<S>(arg<Base + j>{}...);
+}
+
+// The body of the step traced at base A: one expression per state component.
+template <std::size_t A, class S, class Step, std::size_t... j>
+constexpr auto trace_body(Step& step, std::index_sequence<j...> seq) {
+  auto r = step(symbolic_state<A, S>(seq));
+  static_assert(state_size<decltype(r)>() == sizeof...(j),
+                "metagrad: mg::repeat's step must return a state with as many values as it "
+                "takes");
+  return std::tuple{as_expr(state_component<j>(std::move(r)))...};
+}
+template <std::size_t A, class S, class Step>
+using body_t =
+    decltype(trace_body<A, S>(std::declval<Step&>(), std::make_index_sequence<state_size<S>()>{}));
+
+// ---- which arguments the body reads, and its renaming ------------------------------------------
+
+template <class... T>
+constexpr std::size_t arg_end(type_list<T...>) {
+  std::size_t m = 0;
+  ((m = is_arg_v<T> && arg_index_v<T> + 1 > m ? arg_index_v<T> + 1 : m), ...);
+  return m;
+}
+
+template <class Tuple>
+struct body_types;
+template <class... B>
+struct body_types<std::tuple<B...>> {
+  using type = typename merge_all<type_list<>, distinct_t<B>...>::type;
+};
+
+template <std::size_t Below, class... T>
+constexpr auto outer_args(type_list<T...>) {
+  struct set {
+    std::array<std::size_t, sizeof...(T) + 1> v{};
+    std::size_t n = 0;
+  } r;
+  ((is_arg_v<T> && arg_index_v<T> < Below ? void(r.v[r.n++] = arg_index_v<T>) : void()), ...);
+  std::sort(r.v.begin(), r.v.begin() + r.n);
+  r.n = static_cast<std::size_t>(std::unique(r.v.begin(), r.v.begin() + r.n) - r.v.begin());
+  return r;
+}
+template <std::size_t Below, class L, std::size_t... k>
+constexpr auto outer_seq(std::index_sequence<k...>) {
+  return std::index_sequence<outer_args<Below>(L{}).v[k]...>{};
+}
+template <std::size_t Below, class L>
+using outer_seq_t =
+    decltype(outer_seq<Below, L>(std::make_index_sequence<outer_args<Below>(L{}).n>{}));
+
+// arg<i> of the traced body -> arg<to(i)> of the scan body: caps first, then the state.
+template <std::size_t Base, std::size_t K, class Outer>
+struct renaming;
+template <std::size_t Base, std::size_t K, std::size_t... O>
+struct renaming<Base, K, std::index_sequence<O...>> {
+  static constexpr std::size_t to(std::size_t i) {
+    if (i >= Base) return K + (i - Base);
+    std::size_t k = 0, r = 0;
+    ((r = O == i ? k : r, ++k), ...);
+    return r;
+  }
+};
+
+template <class Map, class E>
+struct renamed {
+  using type = E;  // constants
+};
+template <class Map, std::size_t I>
+struct renamed<Map, arg<I>> {
+  using type = arg<Map::to(I)>;
+};
+template <class Map, class Op, class... A>
+struct renamed<Map, node<Op, A...>> {
+  using type = node<Op, typename renamed<Map, A>::type...>;
+};
+
+template <class Map, std::size_t I>
+constexpr auto rename(const arg<I>&) {
+  return typename renamed<Map, arg<I>>::type{};
+}
+template <class Map, class T>
+constexpr auto rename(const cst<T>& c) {
+  return c;
+}
+template <class Map, class Op, class... A>
+constexpr auto rename(const node<Op, A...>& e) {
+  if constexpr (stateless_v<node<Op, A...>>) {
+    return typename renamed<Map, node<Op, A...>>::type{};  // its type is all of it
+  } else {
+    return [&]<std::size_t... j>(std::index_sequence<j...>) {
+      return assemble(e.op, rename<Map>(child<j>(e))...);
+    }
+    (std::index_sequence_for<A...>{});
+  }
+}
+
+// ---- evaluating the body ----------------------------------------------------------------------
+
+template <class... V>
+inline constexpr bool all_numbers_v = (std::is_arithmetic_v<std::remove_cvref_t<V>> && ...);
+
+template <class E, class... V>
+struct plain_eval {
+  using Args = tuple<V...>;
+  using R = typename sweep_types<E, Args, plain_policy, int>::template val_t<plan_v<E>.nslots - 1>;
+  using S = sweep<E, Args, plain_policy, R>;
+};
+
+// The body expression b as a function to trace: it ignores its symbolic arguments.
+template <class B>
+struct constant_function {
+  const B* b;
+  template <class... A>
+  const B& operator()(const A&...) const {
+    return *b;
+  }
+};
+
+template <class... V>
+void require_scan_family() {
+  static_assert(all_numbers_v<V...> || HasEvaluator<evaluator_family_t<V...>>,
+                "metagrad: mg::repeat with a step holding constants runs on numbers and xtensor "
+                "arrays (on mg::tensor it is a plain loop)");
+}
+
+// Is b, at numbers v..., evaluated by plain sweeps? Unless it holds an array it captured (Note
+// [Captured arrays]): then by the array evaluator of its family, and its value is a number again.
+template <class B, class... V>
+using body_family_t = typename refine_family<
+    std::conditional_t<all_numbers_v<V...>, number_family, evaluator_family_t<V...>>,
+    constant_function<B>, sizeof...(V)>::type;
+template <class B, class... V>
+inline constexpr bool plain_body_v =
+    all_numbers_v<V...>&& std::is_same_v<body_family_t<B, V...>, number_family>;
+
+// b's value at v... (caps, then state).
+template <class B, class... V>
+auto body_value(const B& b, const V&... v) {
+  require_scan_family<V...>();
+  if constexpr (plain_body_v<B, V...>) {
+    using P = plain_eval<B, V...>;
+    const typename P::Args a{{v}...};
+    typename P::S s(b, a);
+    s.forward();
+    return typename P::R(s.result());
+  } else if constexpr (all_numbers_v<V...>) {
+    const auto r = evaluator<body_family_t<B, V...>>::value(constant_function<B>{&b}, v...);
+    if (r.dimension() != 0)
+      fail("mg::repeat: a step on a number state returned an array of ", r.size(),
+           " elements; make the state an array, or reduce the step's value to a number (sum)");
+    return std::common_type_t<V...>(r());
+  } else {
+    return evaluator<evaluator_family_t<V...>>::value(constant_function<B>{&b}, v...);
+  }
+}
+
+// The gradient of seed * b (of sum(seed * b) on arrays) w.r.t. every v: a std::tuple.
+template <class B, class Seed, class... V>
+auto body_vjp(const B& b, const Seed& seed, const V&... v) {
+  if constexpr (plain_body_v<B, V...>) {
+    using P = plain_eval<B, V...>;
+    const typename P::Args a{{v}...};
+    typename P::S s(b, a);
+    s.forward();
+    const typename P::R sd(seed);
+    s.backward(sd);
+    return [&]<std::size_t... i>(std::index_sequence<i...>) {
+      return std::tuple{static_cast<V>(s.template gradient<i>(sd, V(0)))...};
+    }
+    (std::index_sequence_for<V...>{});
+  } else {
+    using F =
+        std::conditional_t<all_numbers_v<V...>, body_family_t<B, V...>, evaluator_family_t<V...>>;
+    return [&]<std::size_t... i>(std::index_sequence<i...>) {
+      return evaluator<F>::template vjp<i...>(constant_function<B>{&b}, seed, v...);
+    }
+    (std::index_sequence_for<V...>{});
+  }
+}
+
+template <class V>
+V zeros_shaped_like(const V& v) {
+  if constexpr (std::is_arithmetic_v<V>) {
+    return V(0);
+  } else {
+    V r = v;
+    r.fill(0);
+    return r;
+  }
+}
+
+// Component j of the adjoint after the last step: g in component J, zeros elsewhere.
+template <std::size_t j, std::size_t J, class Sj, class G>
+Sj seed_component(const G& g, const Sj& like) {
+  if constexpr (j == J) {
+    return Sj(g);
+  } else {
+    return zeros_shaped_like(like);
+  }
+}
+template <std::size_t Off, class T, std::size_t... k>
+auto tuple_slice_impl(const T& t, std::index_sequence<k...>) {
+  return std::tuple<std::remove_cvref_t<std::tuple_element_t<Off + k, T>>...>{
+      std::get<Off + k>(t)...};
+}
+template <std::size_t Off, std::size_t Len, class T>
+auto tuple_slice(const T& t) {
+  return tuple_slice_impl<Off>(t, std::make_index_sequence<Len>{});
+}
+
+// The same, as references into t (the caps and initial state a node's inputs are: no copies).
+template <std::size_t Off, class T, std::size_t... k>
+auto tuple_slice_ref_impl(const T& t, std::index_sequence<k...>) {
+  return std::tuple<const std::remove_cvref_t<std::tuple_element_t<Off + k, T>>&...>{
+      std::get<Off + k>(t)...};
+}
+template <std::size_t Off, std::size_t Len, class T>
+auto tuple_slice_ref(const T& t) {
+  return tuple_slice_ref_impl<Off>(t, std::make_index_sequence<Len>{});
+}
+
+template <class A, class B, std::size_t... k>
+void add_each(A& a, const B& b, std::index_sequence<k...>) {
+  ((std::get<k>(a) += std::get<k>(b)), ...);
+}
+
+}  // namespace mg::detail

@@ -1,0 +1,293 @@
+// The array evaluator's general path (Note [Regions] in xt/region.hpp): every distinct node
+// materialised once, any shapes, any ops, by a sweep under xt_policy. Also the results' forms
+// and the gradient holders the fused paths (xt/fused_paths.hpp, xt/boundaries.hpp) share, and
+// mg::vjp's and the value's evaluation on arrays. evaluator<array_family> (xt/array_family.hpp)
+// derives from it.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <xtensor/xarray.hpp>
+#include <xtensor/xbuilder.hpp>
+
+#include <metagrad/core/shape_rules.hpp>
+#include <metagrad/error.hpp>
+#include <metagrad/static/evaluator.hpp>
+#include <metagrad/static/plan.hpp>
+#include <metagrad/static/sweep.hpp>
+#include <metagrad/xt/algebra.hpp>
+#include <metagrad/xt/region.hpp>
+
+namespace mg::detail {
+
+template <class A>
+struct value_of {
+  using type = A;  // a number
+};
+template <XtExpr A>
+struct value_of<A> {
+  using type = xt_value_t<A>;
+};
+
+// Converts to what f returns, by calling it: an object constructed from it where it lives.
+template <class F>
+struct constructed_by {
+  F f;
+  operator std::invoke_result_t<const F&>() const { return f(); }
+};
+
+struct array_general {
+  // f's value on arrays (any shape), by the general evaluator.
+  template <class F, class... A>
+  static auto value(const F& f, const A&... args) {
+    const auto e = regionize(trace(f, std::index_sequence_for<A...>{}));  // Note [Regions]
+    using E = std::remove_cvref_t<decltype(e)>;
+    using Args = tuple<const A&...>;
+    const Args a{{args}...};
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    sweep<E, Args, xt_policy, work_array<T>> s(e, a);
+    s.forward();
+    return xt::xarray<T>(s.result());
+  }
+
+  // The vector-Jacobian product of f at args with the cotangent `seed` (f's output shape):
+  // the gradient of sum(seed * f) with respect to arguments I..., in the arguments' types.
+  template <std::size_t... I, class F, class S, class... A>
+  static auto vjp(const F& f, const S& seed, const A&... args) {
+    using E = traced_t<F, sizeof...(A)>;
+    const E e = trace(f, std::index_sequence_for<A...>{});
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    std::tuple<decltype(make_out<T>(std::get<I>(std::forward_as_tuple(args...))))...> out;
+    T value{};
+    general_sweep<I...>(
+        e, std::tuple<const A&...>{args...}, [&](const auto& r) { return seed_like<T>(r, seed); },
+        value, std::apply([](auto&... o) { return std::tie(o...); }, out));
+    return out;
+  }
+
+ protected:
+  // The form of a result: {value, tuple of gradients}; {value, gradient(s)}; gradient(s).
+  static constexpr int pair_of_tuple = 0, pair_final = 1, gradients_only = 2;
+  template <int Form, class T, class Grads>
+  using result_t = std::conditional_t<
+      Form == gradients_only,
+      std::conditional_t<std::tuple_size_v<Grads> == 1, std::tuple_element_t<0, Grads>, Grads>,
+      std::pair<T, std::conditional_t<Form == pair_final && std::tuple_size_v<Grads> == 1,
+                                      std::tuple_element_t<0, Grads>, Grads>>>;
+
+  // A result with its gradients shaped like their arguments and not initialised: each is
+  // constructed where it lives (GCC elides through the conversion), so an xt::xtensor_fixed is
+  // neither zeroed (as value-initialising the pair or tuple would) nor copied.
+  template <int Form, class T, std::size_t... I, class... A>
+  static auto make_result(const A&... args) {
+    const auto all = std::forward_as_tuple(args...);
+    using Grads = std::tuple<decltype(make_out<T>(std::get<I>(all)))...>;
+    constexpr bool one = sizeof...(I) == 1;
+    if constexpr (Form == gradients_only && one) {
+      return make_out<T>(std::get<I...>(all));
+    } else if constexpr (Form == gradients_only) {
+      return Grads(constructed_by{[&a = std::get<I>(all)] { return make_out<T>(a); }}...);
+    } else {
+      return result_t<Form, T, Grads>(std::piecewise_construct, std::forward_as_tuple(T{}),
+                                      std::forward_as_tuple(constructed_by{
+                                          [&a = std::get<I>(all)] { return make_out<T>(a); }}...));
+    }
+  }
+  // The gradients of a result, as a tuple of references; its value, where it has one.
+  template <int Form, class R>
+  static auto gradients_of(R& r) {
+    auto& g = [&]() -> auto& {
+      if constexpr (Form == gradients_only) {
+        return r;
+      } else {
+        return r.second;
+      }
+    }
+    ();
+    if constexpr (requires { std::tuple_size<std::remove_cvref_t<decltype(g)>>::value; }) {
+      return std::apply([](auto&... x) { return std::tie(x...); }, g);
+    } else {
+      return std::tie(g);
+    }
+  }
+  template <int Form, class R, class T>
+  static void set_value(R& r, T value) {
+    if constexpr (Form != gradients_only) r.first = value;
+  }
+
+  // g takes the shape of argument a: a fixed-size array has it already (and is not copied), a
+  // dynamic one gets new storage; every element is written by the loop.
+  template <class T, class G, class A>
+  static void shape_like(G& g, const A& a) {
+    if constexpr (XtExpr<A>) {
+      if (!std::equal(g.shape().begin(), g.shape().end(), a.shape().begin(), a.shape().end()))
+        g = gradient_like<A, T>(a);
+    }
+  }
+
+  // gradient holder for argument k: an array like it, or a number
+  template <class T, class A>
+  static auto make_out(const A& a) {
+    if constexpr (XtExpr<A>) {
+      return gradient_like<A, T>(a);
+    } else {
+      return static_cast<A>(0);
+    }
+  }
+
+  // Each distinct node materialised once; any shapes, any ops. The result is built in place (a
+  // fixed-size gradient is copied once, from the sweep into it); its value also in `value`.
+  template <int Form, std::size_t... I, class E, class T, class... A>
+  static auto general(const E& e, T& value, const A&... args) {
+    auto result = make_result<Form, T, I...>(args...);
+    general_into<I...>(e, value, gradients_of<Form>(result), args...);
+    set_value<Form>(result, value);
+    return result;
+  }
+  template <std::size_t... I, class E, class T, class Outs, class... A>
+  static void general_into(const E& e, T& value, Outs outs, const A&... args) {
+    general_sweep<I...>(
+        e, std::tuple<const A&...>{args...},
+        [](const auto& r) {
+          using R = std::remove_cvref_t<decltype(r)>;
+          if constexpr (std::is_arithmetic_v<R>) {
+            return R(1);
+          } else {
+            if (r.size() != 1)
+              fail(
+                  "grad: the function must return a scalar (a 0-d or one-element array) but "
+                  "returned shape ",
+                  shape_string(r.shape()), "; reduce it, e.g. with mg::sum");
+            return work_array<T>(xt::ones<T>(r.shape()));
+          }
+        },
+        value, outs);
+  }
+
+  // out = g (written is false) or out += g, g summed to a's shape
+  template <class T, class O, class G, class A>
+  static void add_gradient(O& out, const G& g, const A& a, bool written) {
+    if (!written) {
+      to_argument<T>(out, g, a);
+      return;
+    }
+    if constexpr (XtStridedOf<G, T>) {
+      if (g.layout() == xt::layout_type::row_major &&
+          std::equal(g.shape().begin(), g.shape().end(), a.shape().begin(), a.shape().end())) {
+        const T* p = g.data() + g.data_offset();
+        T* o = out.data();
+        for (std::size_t i = 0, size = g.size(); i < size; ++i) o[i] += p[i];
+        return;
+      }
+    }
+    out += reduce_to_shape_of(g, a);
+  }
+
+  // vjp's seed: the cotangent, of the value's shape (a number for one value)
+  template <class T, class R, class S>
+  static auto seed_like(const R& r, const S& seed) {
+    if constexpr (std::is_arithmetic_v<R>) {
+      if constexpr (std::is_arithmetic_v<S>) {
+        return static_cast<R>(seed);
+      } else {
+        check_seed(seed.size() == 1, r, seed);
+        return static_cast<R>(*seed.begin());
+      }
+    } else if constexpr (std::is_arithmetic_v<S>) {
+      check_seed(r.size() == 1, r, seed);
+      return work_array<T>(xt::broadcast(static_cast<T>(seed), r.shape()));
+    } else {
+      const shape_t rs = shape_of(r), ss = shape_of(seed);
+      check_seed(rs == ss, r, seed);
+      return work_array<T>(seed);
+    }
+  }
+  template <class R, class S>
+  static void check_seed(bool ok, const R& r, const S& seed) {
+    if (!ok)
+      fail("vjp: the cotangent has shape ", shape_string(shape_of(seed)),
+           " but the function's value has shape ", shape_string(shape_of(r)),
+           "; pass a cotangent of the value's shape");
+  }
+
+  // The general sweep: the value into `value`, the gradient of argument I_j into out_j.
+  template <std::size_t... I, class Traced, class... A, class SeedOf, class T, class Out>
+  static void general_sweep(const Traced& traced, const std::tuple<const A&...>& args,
+                            SeedOf seed_of, T& value, Out out) {
+    const auto e = regionize(traced);  // Note [Regions]
+    using E = std::remove_cvref_t<decltype(e)>;
+    using Args = tuple<const A&...>;
+    const Args a = std::apply([](const A&... x) { return Args{{x}...}; }, args);
+    using Root =
+        typename sweep_types<E, Args, xt_policy, int>::template val_t<plan_v<E>.nslots - 1>;
+    using Seed = std::conditional_t<std::is_arithmetic_v<Root>, Root, work_array<T>>;
+    sweep<E, Args, xt_policy, Seed, wanted_args<I...>> s(e, a);
+    s.forward();
+    const auto& r = s.result();
+    const Seed seed = seed_of(r);
+    if constexpr (std::is_arithmetic_v<Root>) {
+      value = static_cast<T>(r);
+    } else {
+      value = r.size() == 1 ? static_cast<T>(*r.begin()) : T(0);
+    }
+    s.backward(seed);
+    [&]<std::size_t... j>(std::index_sequence<j...>) {
+      if constexpr (distinct<I...>()) {  // each adjoint is read once: Note [Handing over]
+        (to_argument<T>(std::get<j>(out), s.template take_gradient<I>(seed, unused{}),
+                        std::get<I>(args)),
+         ...);
+      } else {
+        (to_argument<T>(std::get<j>(out), s.template gradient<I>(seed, unused{}),
+                        std::get<I>(args)),
+         ...);
+      }
+    }
+    (std::index_sequence_for<decltype(I)...>{});
+  }
+  template <std::size_t... I>
+  static constexpr bool distinct() {
+    const std::size_t i[] = {I..., 0};
+    for (std::size_t a = 0; a < sizeof...(I); ++a)
+      for (std::size_t b = a + 1; b < sizeof...(I); ++b)
+        if (i[a] == i[b]) return false;
+    return true;
+  }
+
+  struct unused {};
+
+  // out = a gradient in its argument's type (zeros when f does not use the argument): a
+  // fixed-size out has the shape already, a dynamic one gets it.
+  template <class T, class O, class G, class A>
+  static void to_argument(O& out, const G& g, const A& a) {
+    if constexpr (std::is_arithmetic_v<A>) {
+      if constexpr (std::is_same_v<G, unused>) {
+        out = A(0);
+      } else {
+        out = static_cast<A>(reduce_to_shape_of(g, a));
+      }
+    } else {
+      shape_like<T>(out, a);
+      if constexpr (std::is_same_v<G, unused>) {
+        out.fill(T(0));
+      } else if constexpr (XtStridedOf<G, T>) {
+        if (g.layout() == xt::layout_type::row_major &&
+            std::equal(g.shape().begin(), g.shape().end(), a.shape().begin(), a.shape().end())) {
+          std::copy(g.data() + g.data_offset(), g.data() + g.data_offset() + g.size(), out.data());
+          return;
+        }
+        out = reduce_to_shape_of(g, a);
+      } else {
+        out = reduce_to_shape_of(g, a);
+      }
+    }
+  }
+};
+
+}  // namespace mg::detail
