@@ -4,6 +4,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/call_site.hpp
   include/metagrad/concepts.hpp
   include/metagrad/context.hpp
+  include/metagrad/cpu.hpp
   include/metagrad/dual_array.hpp
   include/metagrad/error.hpp
   include/metagrad/expr.hpp
@@ -62,6 +63,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/backend/blas.hpp
   detail/metagrad/backend/cpu.hpp
   detail/metagrad/backend/element_kernels.hpp
+  detail/metagrad/backend/host_cache.hpp
   detail/metagrad/backend/registry.hpp
   detail/metagrad/backend/tensor_kernels.hpp
   # static: tracing, planning, sweeps, the evaluators on numbers

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <metagrad/core/config.hpp>
+#include <metagrad/cpu.hpp>
 #include <metagrad/ops.hpp>
 #include <metagrad/runtime/hooks.hpp>
 #include <metagrad/runtime/tensor_inline.hpp>

@@ -424,3 +424,94 @@ TEST(InPlace, MultiOutputViewsCannotFollowAWriteToTheirBase) {
   kept.backward();
   EXPECT_EQ(mg_test::values(x.grad()), (std::vector<double>{0, 0, 0, 1}));
 }
+
+// Note [Direct in-place writes]: with nothing to record, one kernel writes the tensor's own
+// elements (a view's too): no temporary, the same storage, the version moved once.
+TEST(InPlaceDirect, WritesAStridedViewWithNoTemporary) {
+  mg::no_grad_guard off;
+  tensor m = mg::zeros({512, 512}, {.dtype = mg::f64});
+  m.fill_(1.0);
+  tensor col = m.select(1, 3);  // strides [512]
+  const void* data = m.impl()->store->data;
+  const auto v0 = m.version();
+  mg::cpu::reset_peak_memory_stats();
+  const std::size_t held = mg::cpu::memory_allocated();
+  col.mul_(3.0).add_(0.5);
+  m.mul_(2.0);
+  EXPECT_EQ(mg::cpu::max_memory_allocated(), held);  // no byte allocated on the way
+  EXPECT_EQ(m.impl()->store->data, data);
+  EXPECT_EQ(m.version(), v0 + 3);
+  EXPECT_EQ(at(m, 3), 7.0);  // (1 * 3 + 0.5) * 2
+  EXPECT_EQ(at(m, 4), 2.0);
+  EXPECT_EQ(at(m, 512 + 3), 7.0);  // every row of the column
+}
+
+TEST(InPlaceDirect, BroadcastOperandIntoATransposedView) {
+  mg::no_grad_guard off;
+  const tensor a = tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, mg::f64);
+  tensor b = a.clone();
+  tensor bt = b.t();                       // [3, 2], strides [1, 3]
+  bt.add_(tensor({10.0, 20.0}, mg::f32));  // an f32 row, converted to f64 and broadcast
+  EXPECT_EQ(bt.dtype(), mg::f64);
+  EXPECT_EQ(b.to_xtensor<double>(), (xt::xarray<double>{{11.0, 12.0, 13.0}, {24.0, 25.0, 26.0}}));
+  tensor c = a.clone();
+  c.mul_(c);  // the tensor itself, read at its own elements
+  EXPECT_EQ(c.to_xtensor<double>(), (xt::xarray<double>{{1.0, 4.0, 9.0}, {16.0, 25.0, 36.0}}));
+}
+
+TEST(InPlaceDirect, OverlapDtypeAndDeviceTakeTheGeneralPath) {
+  mg::no_grad_guard off;
+  tensor s = tensor({{1.0, 2.0}, {3.0, 4.0}}, mg::f64);
+  s.add_(s.t());  // overlapping other than element for element: the old values are read
+  EXPECT_EQ(s.to_xtensor<double>(), (xt::xarray<double>{{2.0, 5.0}, {5.0, 8.0}}));
+  tensor i = tensor({1, 2, 3});
+  i.add_(2);  // an integer tensor stays one
+  EXPECT_EQ(i.dtype(), mg::i64);
+  EXPECT_EQ(i.to_xtensor<double>(), (xt::xarray<double>{3.0, 4.0, 5.0}));
+  tensor f = tensor({1.0, 2.0});              // f32
+  f.add_(tensor({1.0, 1.0 / 3.0}, mg::f64));  // computed in f64, then rounded, as torch does
+  EXPECT_EQ(f.dtype(), mg::f32);
+  EXPECT_EQ(f.to_xtensor<float>()(1), static_cast<float>(2.0 + 1.0 / 3.0));
+  expect_error([&] { i.add_(tensor({0.5, 0.5, 0.5})); }, {"add_", "the result is f32"});
+  tensor g = tensor({1.0, 2.0});
+  g.mul_(tensor(2.5, mg::f64));  // a 0-d operand does not promote
+  EXPECT_EQ(g.dtype(), mg::f32);
+  EXPECT_EQ(at(g, 1), 5.0);
+}
+
+TEST(InPlaceDirect, CopyFillAndZeroInOnePass) {
+  mg::no_grad_guard off;
+  tensor m = mg::zeros({4, 6});
+  tensor rows = m.slice(0, 1, 3);  // rows 1 and 2, contiguous at an offset
+  rows.copy_(tensor({1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, mg::f64));  // converted and broadcast
+  EXPECT_EQ(at(m, 6), 1.0);
+  EXPECT_EQ(at(m, 17), 6.0);
+  EXPECT_EQ(at(m, 18), 0.0);
+  tensor cols = m.slice(1, 2, 4);  // strided
+  cols.fill_(-1.0);
+  EXPECT_EQ(at(m, 2), -1.0);
+  EXPECT_EQ(at(m, 3), -1.0);
+  EXPECT_EQ(at(m, 4), 0.0);
+  EXPECT_EQ(at(m, 9), -1.0);
+  rows.zero_();
+  EXPECT_EQ(m.sum().item<double>(), -4.0);  // the four cells of rows 0 and 3 in the columns
+  tensor flags = tensor({1, 0, 1});
+  flags.fill_(7.9);  // converted as torch converts: truncated toward zero
+  EXPECT_EQ(flags.to_xtensor<double>(), (xt::xarray<double>{7.0, 7.0, 7.0}));
+}
+
+TEST(InPlaceDirect, GradModeWithNothingToRecordWritesDirectly) {
+  tensor w = mg::full({1000}, 1.0, {.requires_grad = true});
+  tensor g = mg::full({1000}, 0.5);
+  {
+    mg::no_grad_guard off;  // an optimiser step: a leaf that requires grad, written directly
+    w.sub_(g * 0.1);
+  }
+  EXPECT_TRUE(w.is_leaf());
+  EXPECT_EQ(w.grad_fn(), nullptr);
+  EXPECT_NEAR(at(w, 999), 0.95, 1e-7);
+  tensor plain = mg::full({1000}, 2.0);  // grad mode on, nothing requires grad
+  plain.mul_(g);
+  EXPECT_EQ(plain.grad_fn(), nullptr);
+  EXPECT_EQ(at(plain, 0), 1.0);
+}

@@ -150,7 +150,7 @@ inline void* allocate(std::size_t nbytes) {
   }
 }
 
-inline void release(void* p) {
+inline void release(void* p, std::size_t) {
   thrust::device_free(thrust::device_pointer_cast(static_cast<unsigned char*>(p)));
 }
 

@@ -62,7 +62,7 @@ MG_HD inline std::int64_t nd_offset(const nd_space& s, const nd_operand& o, std:
 struct backend {
   const char* name;
   void* (*allocate)(std::size_t nbytes);
-  void (*release)(void* p);
+  void (*release)(void* p, std::size_t nbytes);  // nbytes: as allocated
   void (*to_host)(void* dst, const void* src, std::size_t nbytes);
   void (*from_host)(void* dst, const void* src, std::size_t nbytes);
   void (*fill)(void* dst, dtype d, std::int64_t n, double value);

@@ -24,6 +24,7 @@
 
 #include <metagrad/backend/backend.hpp>
 #include <metagrad/backend/element_kernels.hpp>
+#include <metagrad/backend/host_cache.hpp>
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/simd.hpp>
 #include <metagrad/core/storage.hpp>
@@ -210,12 +211,9 @@ inline constexpr elementwise_kernels cpu_kernels{&cpu_forward<Op>, &cpu_backward
 
 // ---- the backend table -------------------------------------------------------------------------
 
-inline constexpr std::size_t cpu_alignment = 64;
-
-inline void* cpu_allocate(std::size_t nbytes) {
-  return ::operator new (nbytes, std::align_val_t{cpu_alignment});
-}
-inline void cpu_release(void* p) { ::operator delete (p, std::align_val_t{cpu_alignment}); }
+// Host memory comes from the caching allocator (Note [Host caching allocator]).
+inline void* cpu_allocate(std::size_t nbytes) { return host_allocate(nbytes); }
+inline void cpu_release(void* p, std::size_t nbytes) { host_release(p, nbytes); }
 inline void cpu_memcpy(void* dst, const void* src, std::size_t nbytes) {
   std::memcpy(dst, src, nbytes);
 }

@@ -142,6 +142,18 @@ inline impl_ptr fill_kernel(const shape_t& shape, double value, dtype d, device 
   return out;
 }
 
+// Every element of t (a view too) set to value, in one pass.
+inline void fill_into(tensor_impl& t, double value) {
+  if (t.numel() == 0) return;
+  if (t.is_contiguous()) {
+    const std::size_t at = static_cast<std::size_t>(t.offset) * element_size(t.dtype());
+    backend_of(t.device(), "fill")
+        .fill(static_cast<char*>(t.store->data) + at, t.dtype(), t.numel(), value);
+  } else {
+    copy_into(t, *fill_kernel({}, value, t.dtype(), t.device()));  // read at every element
+  }
+}
+
 // Reduces x over the dimensions in `reduced` (a bit per dimension) into a contiguous tensor of
 // shape `shape` (x's shape without, or with extent 1 at, the reduced dimensions), with one of
 // the backend's reductions (sum, prod, max, min); `empty` fills the result of an empty input.
@@ -249,21 +261,29 @@ void zero_d_backward_kernel(const Op& op, dtype value, const std::array<const vo
   }
 }
 
+// Op over its inputs (all of dtype `value`, broadcast to out's shape) into `out`, on their
+// device. out may be strided (a view), and may be an input itself when that input is read at
+// out's own elements (an in-place op: each element is read before it is written).
+template <class Op, std::size_t N>
+void elementwise_kernel_into(const Op& op, const std::array<const tensor_impl*, N>& in,
+                             tensor_impl& out, dtype value) {
+  if (out.numel() == 0) return;
+  nd_space s = as_space(out.shape, op_name<Op>());
+  std::array<nd_operand, N + 1> o;
+  o[0] = as_operand(out, out.strides);
+  for (std::size_t k = 0; k < N; ++k) o[k + 1] = broadcast_operand(*in[k], out.shape);
+  std::array<nd_operand*, N + 1> p;
+  for (std::size_t k = 0; k <= N; ++k) p[k] = &o[k];
+  coalesce(s, p.data(), N + 1);
+  kernels_of<Op>(out.device()).forward(&op, value, s, o[0], o.data() + 1);
+}
+
 // Op over its inputs (all of dtype `value`, broadcast to `shape`) on their device.
 template <class Op, std::size_t N>
 impl_ptr elementwise_kernel(const Op& op, const std::array<const tensor_impl*, N>& in,
                             const shape_t& shape, dtype value, dtype result) {
-  const device dev = in[0]->device();
-  auto out = make_impl(shape, result, dev);
-  if (out->numel() == 0) return out;
-  nd_space s = as_space(shape, op_name<Op>());
-  std::array<nd_operand, N + 1> o;
-  o[0] = as_operand(*out, out->strides);
-  for (std::size_t k = 0; k < N; ++k) o[k + 1] = broadcast_operand(*in[k], shape);
-  std::array<nd_operand*, N + 1> p;
-  for (std::size_t k = 0; k <= N; ++k) p[k] = &o[k];
-  coalesce(s, p.data(), N + 1);
-  kernels_of<Op>(dev).forward(&op, value, s, o[0], o.data() + 1);
+  auto out = make_impl(shape, result, in[0]->device());
+  elementwise_kernel_into(op, in, *out, value);
   return out;
 }
 

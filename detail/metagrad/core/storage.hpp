@@ -75,7 +75,7 @@ struct storage {
   mg::device device = mg::device::cpu;
   std::uint64_t version = 0;   // See Note [Version counter]
   std::uint32_t detaches = 0;  // detach_() calls on tensors with history (Note [Detached saved...])
-  void (*release)(void*) = nullptr;
+  void (*release)(void*, std::size_t) = nullptr;
   // Scalars and tiny tensors live inside the storage object: one allocation instead of two.
   alignas(16) std::byte small[16];
 
@@ -83,7 +83,7 @@ struct storage {
   storage(const storage&) = delete;
   storage& operator=(const storage&) = delete;
   ~storage() {
-    if (release) release(data);
+    if (release) release(data, nbytes);
   }
 };
 

@@ -210,9 +210,17 @@ void refresh_view(tensor_impl& t) {
 // as_strided of the base (torch's CopySlices). fill_ and copy_ compute fill_op and copy_op of the
 // current value, so a tensor that requires grad keeps a node whose edge to its old history
 // carries zeros (torch's FillBackward, CopyBackwards).
-template <class F>
+//
+// Note [Direct in-place writes]: an in-place op that records nothing (grad mode off, or nothing
+// requires grad) and carries no tangent skips all that: `direct` writes the tensor's elements (a
+// view's too) in one kernel, with no temporary, and the version moves. It declines (returns
+// false, having written nothing) where the general path is needed: an op computing in another
+// dtype than the tensor's floating one, an operand on another device, not broadcasting to the
+// tensor's shape, or overlapping its memory other than element for element; the general path
+// then computes, or reports the error.
+template <class F, class D>
 tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool saves_self,
-                 const call_site& site, F&& compute) {
+                 const call_site& site, F&& compute, D&& direct) {
   const site_scope here(site);                // Note [Call sites]: the nodes below name the caller
   const prof::op_range profiled(name, self);  // <metagrad/profiler.hpp>
   auto& si = const_cast<tensor_impl&>(operand(self, name));
@@ -251,6 +259,10 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
          ") is an expanded view: several of its elements share one memory location, so it "
          "cannot be written in place; clone() it first");
   constexpr int L = lazy_v<F>;  // the ops below are instantiated with the in-place op
+  if (!record && direct(si)) {
+    bump_version<L>(si);
+    return self;
+  }
   tensor cur(alias_of(si));
   cur.impl()->grad_fn = si.grad_fn;
   cur.impl()->output_nr = si.output_nr;
@@ -304,12 +316,52 @@ tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool 
   return self;
 }
 
+// Note [Direct in-place writes] for an elementwise op: op(t, other...) written into t.
+template <class Op, class... O>
+bool direct_elementwise(tensor_impl& t, const Op& op, const O*... other) {
+  const dtype d = t.dtype();
+  if (!is_floating(d)) return false;
+  if (forward_ad_active() && (has_tangent(t) || (has_tangent(*other) || ...))) return false;
+  const bool same_result = dispatch_floating(
+      d, [&]<class V>(std::type_identity<V>) { return dtype_of<forward_result_t<Op, V>>() == d; });
+  if (!same_result) return false;
+  std::array<impl_ptr, sizeof...(O)> converted;
+  std::array<const tensor_impl*, sizeof...(O) + 1> in{&t, other...};
+  for (std::size_t k = 1; k < in.size(); ++k) {
+    const tensor_impl& o = *in[k];
+    if (o.device() != t.device() || !broadcastable_to(o.shape, t.shape)) return false;
+    // a floating operand with dimensions wider than t would make the result wider than t
+    if (o.dtype() != d && !o.shape.empty() && is_floating(o.dtype()) &&
+        element_size(o.dtype()) > element_size(d))
+      return false;
+    if (o.store == t.store &&
+        (o.offset != t.offset || o.shape != t.shape || o.strides != t.strides))
+      return false;
+    if (o.dtype() != d) {
+      converted[k - 1] = copy_kernel(o, d, o.shape);
+      in[k] = converted[k - 1].get();
+    }
+  }
+  before_in_place_write(t);  // allow_mutation_on_saved_tensors_guard
+  elementwise_kernel_into(op, in, t, d);
+  return true;
+}
+
+template <class F>
+tensor& in_place(tensor& self, const char* name, bool other_requires_grad, bool saves_self,
+                 const call_site& site, F&& compute) {
+  return in_place(self, name, other_requires_grad, saves_self, site, std::forward<F>(compute),
+                  [](tensor_impl&) { return false; });
+}
+
 template <class Op>
 tensor& binary_in_place(tensor& self, const tensor& other, const Op& op, const char* name,
                         const call_site& site) {
   check_same_device(operand(self, name), operand(other, name), name);
-  return in_place(self, name, other.requires_grad(), saves_inputs_v<Op>, site,
-                  [&](const tensor& x) { return call(op, x, other); });
+  return in_place(
+      self, name, other.requires_grad(), saves_inputs_v<Op>, site,
+      [&](const tensor& x) { return call(op, x, other); },
+      [&](tensor_impl& t) { return direct_elementwise(t, op, other.impl().get()); });
 }
 // A number: on an integer tensor an integral value counts as an integer (`i.add_(2)`), so the
 // result stays an integer where the op keeps integers.
@@ -318,14 +370,22 @@ tensor& binary_in_place(tensor& self, double other, const Op& op, const char* na
                         const call_site& site) {
   const bool integral = !is_floating(operand(self, name).dtype()) && std::isfinite(other) &&
                         std::trunc(other) == other && std::fabs(other) < 9.0e15;
-  return in_place(self, name, false, saves_inputs_v<Op>, site, [&](const tensor& x) {
-    return integral ? call(op, x, static_cast<std::int64_t>(other)) : call(op, x, other);
-  });
+  return in_place(
+      self, name, false, saves_inputs_v<Op>, site,
+      [&](const tensor& x) {
+        return integral ? call(op, x, static_cast<std::int64_t>(other)) : call(op, x, other);
+      },
+      [&](tensor_impl& t) {
+        if (!is_floating(t.dtype())) return false;
+        const impl_ptr number = number_tensor(other, t.dtype(), t.device());
+        return direct_elementwise(t, op, number.get());
+      });
 }
 template <class Op>
 tensor& unary_in_place(tensor& self, const Op& op, const char* name, const call_site& site) {
-  return in_place(self, name, false, saves_inputs_v<Op>, site,
-                  [&](const tensor& x) { return call(op, x); });
+  return in_place(
+      self, name, false, saves_inputs_v<Op>, site, [&](const tensor& x) { return call(op, x); },
+      [&](tensor_impl& t) { return direct_elementwise(t, op); });
 }
 }  // namespace detail
 
@@ -375,13 +435,17 @@ tensor& tensor::clamp_(double lo, double hi, call_site site) {
 }
 template <int I>
 tensor& tensor::neg_(call_site site) {
-  return detail::in_place(detail::lazy<I>(*this), "neg_", false, false, site,
-                          [](const auto& x) { return detail::call(neg_op{}, x); });
+  return detail::in_place(
+      detail::lazy<I>(*this), "neg_", false, false, site,
+      [](const auto& x) { return detail::call(neg_op{}, x); },
+      [](detail::tensor_impl& t) { return detail::direct_elementwise(t, neg_op{}); });
 }
 template <int I>
 tensor& tensor::abs_(call_site site) {
-  return detail::in_place(detail::lazy<I>(*this), "abs_", false, true, site,
-                          [](const auto& x) { return detail::call(abs_op{}, x); });
+  return detail::in_place(
+      detail::lazy<I>(*this), "abs_", false, true, site,
+      [](const auto& x) { return detail::call(abs_op{}, x); },
+      [](detail::tensor_impl& t) { return detail::direct_elementwise(t, abs_op{}); });
 }
 template <int I>
 tensor& tensor::exp_(call_site site) {
@@ -425,8 +489,20 @@ tensor& tensor::copy_(const tensor& src, call_site site) {
   const mg::dtype d = si.dtype();
   const mg::device dev = si.device();
   return detail::in_place(
-      detail::lazy<I>(*this), "copy_", src.requires_grad(), false, site, [&](const tensor& x) {
+      detail::lazy<I>(*this), "copy_", src.requires_grad(), false, site,
+      [&](const tensor& x) {
         return detail::call(detail::copy_op{}, x, detail::lazy<I>(src).to(d).to(dev));
+      },
+      [&](detail::tensor_impl& t) {  // Note [Direct in-place writes]
+        const detail::tensor_impl& s = *src.impl();
+        if (detail::forward_ad_active() && (detail::has_tangent(t) || detail::has_tangent(s)))
+          return false;
+        if (s.store == t.store) return false;  // overlapping: the general path copies it first
+        const detail::impl_ptr moved =
+            s.device() == dev ? nullptr : detail::transfer_kernel(s, dev);
+        detail::before_in_place_write(t);
+        detail::copy_into(t, moved ? *moved : s);
+        return true;
       });
 }
 template <int I>
@@ -434,7 +510,13 @@ tensor& tensor::fill_(double value, call_site site) {
   detail::operand(*this, "fill_");
   return detail::in_place(
       detail::lazy<I>(*this), "fill_", false, false, site,
-      [&](const tensor& x) { return detail::call(detail::fill_op{value}, detail::lazy<I>(x)); });
+      [&](const tensor& x) { return detail::call(detail::fill_op{value}, detail::lazy<I>(x)); },
+      [&](detail::tensor_impl& t) {  // Note [Direct in-place writes]
+        if (detail::forward_ad_active() && detail::has_tangent(t)) return false;
+        detail::before_in_place_write(t);
+        detail::fill_into(t, value);
+        return true;
+      });
 }
 template <int I>
 tensor& tensor::zero_(call_site site) {

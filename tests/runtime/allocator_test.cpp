@@ -1,0 +1,121 @@
+// The CPU backend's caching allocator (Note [Host caching allocator] in backend/host_cache.hpp):
+// size classes, blocks reused by the next tensor of their class, exact statistics, the cache
+// emptied, a training loop that stops asking the system for memory, and many threads at once
+// (the ThreadSanitizer leg runs this file).
+#include <cstddef>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <metagrad/autograd.hpp>
+#include <metagrad/cpu.hpp>
+#include <metagrad/tensor.hpp>
+
+using mg::tensor;
+using mg::detail::host_class_of;
+using mg::detail::host_class_size;
+
+namespace {
+const void* data_of(const tensor& t) { return t.impl()->store->data; }
+}  // namespace
+
+TEST(HostCache, SizeClassesHoldTheRequestAndWasteAtMostAFifth) {
+  std::size_t previous = 0;
+  for (std::size_t n = 1; n < (std::size_t{1} << 40); n += 1 + n / 7) {
+    const std::size_t c = host_class_of(n), size = host_class_size(c);
+    ASSERT_GE(size, n) << n;
+    if (n <= 512) {
+      EXPECT_LT(size - n, 64u) << n;
+    } else {
+      EXPECT_LE(5 * (size - n), size) << n;
+    }
+    EXPECT_EQ(size % 64, 0u) << n;
+    EXPECT_GE(c, previous) << n;             // larger requests never take a smaller class
+    EXPECT_EQ(host_class_of(size), c) << n;  // a class's own size is in that class
+    previous = c;
+  }
+  EXPECT_EQ(host_class_size(host_class_of(4'000'000)), 4'194'304u);  // 2^21 * 2
+  EXPECT_EQ(host_class_size(host_class_of(513)), 640u);              // 512 * 1.25
+  EXPECT_LT(host_class_of(std::size_t{1} << 63), mg::detail::host_classes);
+}
+
+TEST(HostCache, AReleasedBlockServesTheNextTensorOfItsClass) {
+  mg::cpu::empty_cache();
+  const std::size_t before = mg::cpu::memory_allocated();
+  const void* p = nullptr;
+  {
+    const tensor a = mg::zeros({1'000'000});  // 4,000,000 bytes: a block of 4,194,304
+    p = data_of(a);
+    EXPECT_EQ(mg::cpu::memory_allocated(), before + 4'194'304u);
+    EXPECT_EQ(mg::cpu::memory_reserved(), mg::cpu::memory_allocated());
+  }
+  EXPECT_EQ(mg::cpu::memory_allocated(), before);
+  EXPECT_EQ(mg::cpu::memory_reserved(), before + 4'194'304u);  // cached, not returned
+  const tensor b = mg::ones({1'020'000});                      // another size of the same class
+  EXPECT_EQ(data_of(b), p);
+  EXPECT_EQ(b.sum().item<double>(), 1'020'000.0);  // and its elements are its own
+  EXPECT_EQ(mg::cpu::memory_reserved(), before + 4'194'304u);
+}
+
+TEST(HostCache, PeakAndEmptyCache) {
+  mg::cpu::empty_cache();
+  const std::size_t before = mg::cpu::memory_allocated();
+  mg::cpu::reset_peak_memory_stats();
+  EXPECT_EQ(mg::cpu::max_memory_allocated(), before);
+  {
+    const tensor a = mg::zeros({100'000}, {.dtype = mg::f64});  // 800,000 bytes: 917,504
+    const tensor b = mg::zeros({1000});                         // 4,000 bytes: 4,096
+    EXPECT_EQ(mg::cpu::max_memory_allocated(), before + 917'504u + 4'096u);
+  }
+  EXPECT_EQ(mg::cpu::max_memory_allocated(), before + 917'504u + 4'096u);
+  mg::cpu::reset_peak_memory_stats();
+  EXPECT_EQ(mg::cpu::max_memory_allocated(), before);
+  EXPECT_EQ(mg::cpu::memory_reserved(), before + 917'504u + 4'096u);
+  mg::cpu::empty_cache();
+  EXPECT_EQ(mg::cpu::memory_reserved(), before);
+}
+
+TEST(HostCache, ATrainingLoopStopsAskingForMemory) {
+  tensor w = mg::randn({256, 128}, {.requires_grad = true});
+  const tensor x = mg::randn({64, 256});
+  std::vector<std::size_t> reserved;
+  for (int step = 0; step < 6; ++step) {
+    const tensor h = mg::tanh(mg::matmul(x, w));
+    const tensor loss = (h * h).mean();
+    loss.backward();
+    {
+      mg::no_grad_guard no_grad;
+      w.sub_(w.grad() * 0.1);
+      w.grad().zero_();
+    }
+    reserved.push_back(mg::cpu::memory_reserved());
+  }
+  // the first steps fill the cache; from then on every block is a reused one
+  for (std::size_t s = 2; s < reserved.size(); ++s) EXPECT_EQ(reserved[s], reserved[1]) << s;
+}
+
+TEST(HostCache, ThreadsAllocateAndReleaseAtOnce) {
+  const std::size_t before = mg::cpu::memory_allocated();
+  constexpr int threads = 4, steps = 100;
+  std::vector<double> sums(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([t, &sums] {
+      double total = 0;
+      for (int s = 0; s < steps; ++s) {
+        const std::int64_t n = 100 + 37 * ((s + t) % 11);
+        const tensor a = mg::full({n}, 1.0 + t, {.dtype = mg::f64});
+        const tensor b = a * 2.0 + a;  // blocks taken and given back in every order
+        total += b.sum().item<double>();
+      }
+      sums[t] = total;
+    });
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < threads; ++t) {
+    double expected = 0;
+    for (int s = 0; s < steps; ++s) expected += 3.0 * (1.0 + t) * (100 + 37 * ((s + t) % 11));
+    EXPECT_EQ(sums[t], expected) << t;
+  }
+  EXPECT_EQ(mg::cpu::memory_allocated(), before);
+}
