@@ -20,6 +20,6 @@ using elementwise_ops = op_list_concat<arithmetic_ops, math_ops, comparison_ops>
 
 /// Every built-in op of both engines (the conversions, tensor members, are `conversion_ops`).
 using builtin_ops =
-    op_list_concat<elementwise_ops, reduction_ops, shape_ops, indexing_ops, linalg_ops>;
+    op_list_concat<elementwise_ops, reduction_ops, shape_ops, indexing_ops, linalg_ops, nn_ops>;
 
 }  // namespace mg

@@ -72,3 +72,47 @@ TEST_P(NnSemantics, Values) {
           .item<double>(),
       2.5);
 }
+
+// Note [Fused composites]: one node each, named after the function, whose edge leads straight
+// to the operand's history; stable at large logits, with finite gradients there.
+TEST_P(NnSemantics, FusedCompositesAreOneNode) {
+  const mg::device dev = GetParam();
+  const tensor x = tensor({{1.0, -2.0, 3.0}, {0.5, 0.25, -1.0}}, mg::f64).to(dev).requires_grad_();
+  const auto one_node = [&](const tensor& y, const char* name) {
+    ASSERT_NE(y.grad_fn(), nullptr) << name;
+    EXPECT_STREQ(y.grad_fn()->name(), name);
+    const auto next = y.grad_fn()->next_functions();
+    ASSERT_EQ(next.size(), 1u) << name;
+    EXPECT_STREQ(next[0].function->name(), "accumulate_grad") << name;
+  };
+  one_node(mg::softmax(x, 1), "softmax");
+  one_node(mg::log_softmax(x, 0), "log_softmax");
+  one_node(mg::logsumexp(x, 1), "logsumexp");
+  one_node(mg::logsumexp(x), "logsumexp");
+  one_node(mg::cross_entropy(x, std::vector<std::int64_t>{2, 0}), "cross_entropy");
+  // d/dx cross_entropy = (softmax(x) - onehot) / N
+  const tensor l = mg::cross_entropy(x, std::vector<std::int64_t>{2, 0});
+  const tensor g = mg::autograd::grad({l}, {x})[0];
+  const auto p = mg::softmax(x, 1).to_xtensor<double>();
+  const auto gx = g.to_xtensor<double>();
+  EXPECT_NEAR(gx(0, 2), (p(0, 2) - 1) / 2, 1e-15);
+  EXPECT_NEAR(gx(0, 0), p(0, 0) / 2, 1e-15);
+  EXPECT_NEAR(gx(1, 0), (p(1, 0) - 1) / 2, 1e-15);
+  // large logits: no overflow, no NaN in value or gradient
+  const tensor big = tensor({{1000.0, 0.0, -1000.0}}, mg::f64).to(dev).requires_grad_();
+  const tensor lb = mg::cross_entropy(big, std::vector<std::int64_t>{1});
+  EXPECT_NEAR(lb.item<double>(), 1000.0, 1e-9);
+  lb.backward();
+  const auto gb = big.grad().to_xtensor<double>();
+  EXPECT_NEAR(gb(0, 0), 1.0, 1e-15);
+  EXPECT_NEAR(gb(0, 1), -1.0, 1e-15);
+  EXPECT_EQ(gb(0, 2), 0.0);
+  EXPECT_NEAR(mg::logsumexp(big, 1).item<double>(), 1000.0, 1e-12);
+  EXPECT_NEAR(mg::log_softmax(big, 1).to_xtensor<double>()(0, 2), -2000.0, 1e-9);
+}
+
+TEST(Nn, LogSumExpAlongADimAndKeepdim) {
+  expect_ad([](auto x) { return mg::logsumexp(x * 2, 1, true) * x; },
+            {.shapes = {{2, 3}}, .scalar = false});
+  expect_ad([](auto x) { return mg::logsumexp(x, 0); }, {.shapes = {{3, 2}}, .scalar = false});
+}

@@ -284,23 +284,39 @@ requires detail::Operands<X> &&
                          x);
 }
 
-/// log(sum(exp(x))) of all elements or along `dim`, computed stably (shifted by the max; a
-/// composite whose gradient is softmax(x)).
+/// log(sum(exp(x))) of all elements or along `dim`, computed stably: one op, shifted by the max
+/// on values (Note [Fused composites] in nn.hpp); its gradient is g exp(x - y), softmax(x) at
+/// g = 1.
+struct logsumexp_op {
+  static constexpr const char* name = "logsumexp";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::both;
+  detail::reduce_dims r;
+  auto forward(const auto& x) const {
+    using A = detail::algebra<decltype(x)>;
+    const detail::reduce_dims kept{r.all, r.dim, true};
+    const auto m = A::max(x, kept);
+    const auto shifted = mg::exp(detail::call(sub_op{}, x, m));
+    // summing the kept dimensions (each of extent 1) drops them unless r keeps them
+    return A::sum(detail::call(add_op{}, mg::log(A::sum(shifted, kept)), m), r);
+  }
+  // d/dx: g exp(x - y), g and y broadcast back along the reduced dimensions
+  auto backward(const auto& x, const auto& y, const auto& g) const {
+    using detail::unreduce;
+    return detail::call(mul_op{}, unreduce(g, x, r),
+                        mg::exp(detail::call(sub_op{}, x, unreduce(y, x, r))));
+  }
+};
 template <class X>
 requires detail::Operands<X>
-auto logsumexp(const X& x, call_site site = {}) {
-  const detail::site_scope_for<X> here(site);
-  const auto m = mg::max(x);
-  return detail::call(add_op{}, mg::log(mg::sum(mg::exp(x - m))), m);
-}
+auto logsumexp(const X& x, call_site site = {}) { return detail::call_at(site, logsumexp_op{}, x); }
 template <class X>
 requires detail::Operands<X>
 auto logsumexp(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
-  const detail::site_scope_for<X> here(site);
-  return detail::call(add_op{}, mg::log(mg::sum(mg::exp(x - mg::max(x, dim, true)), dim, keepdim)),
-                      mg::max(x, dim, keepdim));
+  return detail::call_at(site, logsumexp_op{{false, dim, keepdim}}, x);
 }
 
-using reduction_ops = op_list<sum_op, prod_op, max_op, min_op, norm_op, mean_op, var_op>;
+using reduction_ops =
+    op_list<sum_op, prod_op, max_op, min_op, norm_op, mean_op, var_op, logsumexp_op>;
 
 }  // namespace mg
