@@ -85,14 +85,39 @@ MG_INLINE auto saved_pack(const T* p, std::int64_t stride, std::int64_t i) {
   }
 }
 
-template <class Op, class T, std::size_t... k>
-std::int64_t forward_packs(const Op& op, T* out, const T* const* p, const std::int64_t* st,
-                           std::int64_t n, std::index_sequence<k...>) {
+// The packs of a row whose operands are contiguous (c: a bit per operand) or broadcast, the
+// latter loaded once: the output may alias an operand (an in-place op), so a broadcast value read
+// inside the loop would be read again after every store.
+template <class Op, class T, unsigned c, std::size_t... k>
+std::int64_t forward_packs_as(const Op& op, T* out, const T* const* p, std::int64_t n,
+                              std::index_sequence<k...>) {
   using P = pack<T>;
+  const P b[] = {(c >> k & 1u ? P(T(0)) : P(p[k][0]))...};
   std::int64_t i = 0;
   for (; i + static_cast<std::int64_t>(P::size) <= n; i += P::size)
-    P(op.forward(pack_at(p[k], st[k], i)...)).store(out + i);
+    P(op.forward((c >> k & 1u ? P::load(p[k] + i) : b[k])...)).store(out + i);
   return i;
+}
+template <class Op, class T, std::size_t... k>
+std::int64_t forward_packs(const Op& op, T* out, const T* const* p, const std::int64_t* st,
+                           std::int64_t n, std::index_sequence<k...> ks) {
+  constexpr std::size_t N = sizeof...(k);
+  if constexpr (N <= 3) {  // one loop per pattern of contiguous and broadcast operands
+    unsigned c = 0;
+    ((c |= st[k] != 0 ? 1u << k : 0u), ...);
+    return [&]<unsigned... m>(std::integer_sequence<unsigned, m...>) {
+      std::int64_t done = 0;
+      ((c == m ? (done = forward_packs_as<Op, T, m>(op, out, p, n, ks), true) : false) || ...);
+      return done;
+    }
+    (std::make_integer_sequence<unsigned, 1u << N>{});
+  } else {
+    using P = pack<T>;
+    std::int64_t i = 0;
+    for (; i + static_cast<std::int64_t>(P::size) <= n; i += P::size)
+      P(op.forward(pack_at(p[k], st[k], i)...)).store(out + i);
+    return i;
+  }
 }
 
 template <class Op, class T, std::size_t... k>
