@@ -127,6 +127,24 @@ def torch_workloads():
                 w2.grad.zero_()
         return run
 
+    def mlp_step_none():
+        torch.manual_seed(1)
+        w1 = (torch.randn(784, 128) * 0.05).requires_grad_()
+        w2 = (torch.randn(128, 10) * 0.1).requires_grad_()
+        x = torch.randn(64, 784)
+        targets = torch.arange(64) % 10
+
+        def run():
+            h = torch.tanh(x @ w1)
+            loss = torch.nn.functional.cross_entropy(h @ w2, targets)
+            loss.backward()
+            with torch.no_grad():
+                w1.sub_(w1.grad * 0.01)
+                w2.sub_(w2.grad * 0.01)
+            w1.grad = None
+            w2.grad = None
+        return run
+
     def chain():
         x = torch.full((1_000_000,), 0.5, requires_grad=True)
 
@@ -139,6 +157,7 @@ def torch_workloads():
     w["rows/softmax_logsumexp/1024x1024"] = rows
     w["rows/sum_dim/1024x1024"] = sum_dim
     w["mlp_step/64x784x128x10"] = mlp_step
+    w["mlp_step_set_grad/64x784x128x10"] = mlp_step_none
     w["chain/1000000"] = chain
     return w
 

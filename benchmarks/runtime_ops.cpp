@@ -6,6 +6,7 @@
 //     sum and backward (the leaves' gradients reset with set_grad({}) after each);
 //   - rows/<op>/<rows>x<cols>: along dim 1 of a [rows, cols] matrix, forward and backward;
 //   - mlp_step: batch 64, 784 -> 128 -> 10, tanh, cross-entropy, SGD by sub_ and grad().zero_();
+//     mlp_step_set_grad: the same, the gradients reset by set_grad({}) (torch: grad = None);
 //   - chain/1000000: sum((sin(x)*x + exp(-x*x))^2), forward and backward.
 // Every workload checks one value against what it must compute before it is timed.
 #include <cmath>
@@ -134,6 +135,30 @@ std::vector<workload> workloads() {
                    w2->sub_(w2->grad() * 0.01);
                    w1->grad().zero_();
                    w2->grad().zero_();
+                 };
+               }});
+  w.push_back({"mlp_step_set_grad/64x784x128x10", [] {
+                 mg::manual_seed(1);
+                 auto w1 = std::make_shared<tensor>(mg::randn({784, 128}, {.requires_grad = true}));
+                 auto w2 = std::make_shared<tensor>(mg::randn({128, 10}, {.requires_grad = true}));
+                 auto x = std::make_shared<tensor>(mg::randn({64, 784}));
+                 std::vector<std::int64_t> targets(64);
+                 for (std::size_t i = 0; i < targets.size(); ++i)
+                   targets[i] = static_cast<std::int64_t>(i % 10);
+                 {
+                   mg::no_grad_guard off;
+                   w1->mul_(0.05);
+                   w2->mul_(0.1);
+                 }
+                 return [w1, w2, x, targets] {
+                   const tensor h = mg::tanh(mg::matmul(*x, *w1));
+                   const tensor loss = mg::cross_entropy(mg::matmul(h, *w2), targets);
+                   loss.backward();
+                   mg::no_grad_guard off;
+                   w1->sub_(w1->grad() * 0.01);
+                   w2->sub_(w2->grad() * 0.01);
+                   w1->set_grad({});
+                   w2->set_grad({});
                  };
                }});
   w.push_back({"chain/1000000", [] {
