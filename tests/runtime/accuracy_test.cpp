@@ -89,3 +89,24 @@ TEST(Accuracy, BiasGradientOver1e7Elements) {
   EXPECT_LT(rel(nb, db), 1e-6) << "static engine, fused, d/db";
 #endif
 }
+
+// The contiguous float sum adds 8 values per lane in float packs, then goes to double
+// (Note [Accurate sums]): every length around the blocks' and packs' edges, and rows of a
+// matrix, agree with the float64 sum of the same elements.
+TEST(Accuracy, FloatSumsAtEveryBlockEdge) {
+  for (std::int64_t n = 1; n <= 1100; n += (n < 300 ? 1 : 37)) {
+    const mg::tensor x = mg::tensor(inputs(static_cast<std::size_t>(n))).to(dev) * 100.0;
+    double exact = 0;
+    for (float v : x.to_xtensor<float>()) exact += static_cast<double>(v);
+    const double got = mg::sum(x).item<double>();
+    ASSERT_LE(std::fabs(got - exact), 1e-6 * (1.0 + std::fabs(exact))) << n;
+  }
+  const mg::tensor m = mg::tensor(inputs(777 * 3)).reshape({3, 777}).to(dev);
+  const auto rows = mg::sum(m, 1).to(mg::f64).to_xtensor<double>();
+  const auto md = m.to_xtensor<float>();
+  for (std::size_t r = 0; r < 3; ++r) {
+    double exact = 0;
+    for (std::size_t c = 0; c < 777; ++c) exact += static_cast<double>(md(r, c));
+    EXPECT_LE(std::fabs(rows(r) - exact), 1e-6 * (1.0 + std::fabs(exact))) << r;
+  }
+}
