@@ -107,27 +107,7 @@ def torch_workloads():
             x.grad = None
         return run
 
-    def mlp_step():
-        torch.manual_seed(1)
-        w1 = (torch.randn(784, 128) * 0.05).requires_grad_()
-        w2 = (torch.randn(128, 10) * 0.1).requires_grad_()
-        x = torch.randn(64, 784)
-        targets = torch.arange(64) % 10
-        w1.grad = torch.zeros_like(w1)
-        w2.grad = torch.zeros_like(w2)
-
-        def run():
-            h = torch.tanh(x @ w1)
-            loss = torch.nn.functional.cross_entropy(h @ w2, targets)
-            loss.backward()
-            with torch.no_grad():
-                w1.sub_(w1.grad * 0.01)
-                w2.sub_(w2.grad * 0.01)
-                w1.grad.zero_()
-                w2.grad.zero_()
-        return run
-
-    def mlp_step_none():
+    def mlp_step(none=False):
         torch.manual_seed(1)
         w1 = (torch.randn(784, 128) * 0.05).requires_grad_()
         w2 = (torch.randn(128, 10) * 0.1).requires_grad_()
@@ -141,8 +121,11 @@ def torch_workloads():
             with torch.no_grad():
                 w1.sub_(w1.grad * 0.01)
                 w2.sub_(w2.grad * 0.01)
-            w1.grad = None
-            w2.grad = None
+            for p in (w1, w2):  # gradients reset by zero_() or to None
+                if none:
+                    p.grad = None
+                else:
+                    p.grad.zero_()
         return run
 
     def chain():
@@ -157,7 +140,7 @@ def torch_workloads():
     w["rows/softmax_logsumexp/1024x1024"] = rows
     w["rows/sum_dim/1024x1024"] = sum_dim
     w["mlp_step/64x784x128x10"] = mlp_step
-    w["mlp_step_set_grad/64x784x128x10"] = mlp_step_none
+    w["mlp_step_set_grad/64x784x128x10"] = lambda: mlp_step(none=True)
     w["chain/1000000"] = chain
     return w
 

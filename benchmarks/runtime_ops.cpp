@@ -113,54 +113,38 @@ std::vector<workload> workloads() {
            x->set_grad({});
          };
        }});
-  w.push_back({"mlp_step/64x784x128x10", [] {
-                 mg::manual_seed(1);
-                 auto w1 = std::make_shared<tensor>(mg::randn({784, 128}, {.requires_grad = true}));
-                 auto w2 = std::make_shared<tensor>(mg::randn({128, 10}, {.requires_grad = true}));
-                 auto x = std::make_shared<tensor>(mg::randn({64, 784}));
-                 std::vector<std::int64_t> targets(64);
-                 for (std::size_t i = 0; i < targets.size(); ++i)
-                   targets[i] = static_cast<std::int64_t>(i % 10);
-                 {
-                   mg::no_grad_guard off;
-                   w1->mul_(0.05);
-                   w2->mul_(0.1);
-                 }
-                 return [w1, w2, x, targets] {
-                   const tensor h = mg::tanh(mg::matmul(*x, *w1));
-                   const tensor loss = mg::cross_entropy(mg::matmul(h, *w2), targets);
-                   loss.backward();
-                   mg::no_grad_guard off;
-                   w1->sub_(w1->grad() * 0.01);
-                   w2->sub_(w2->grad() * 0.01);
-                   w1->grad().zero_();
-                   w2->grad().zero_();
-                 };
-               }});
-  w.push_back({"mlp_step_set_grad/64x784x128x10", [] {
-                 mg::manual_seed(1);
-                 auto w1 = std::make_shared<tensor>(mg::randn({784, 128}, {.requires_grad = true}));
-                 auto w2 = std::make_shared<tensor>(mg::randn({128, 10}, {.requires_grad = true}));
-                 auto x = std::make_shared<tensor>(mg::randn({64, 784}));
-                 std::vector<std::int64_t> targets(64);
-                 for (std::size_t i = 0; i < targets.size(); ++i)
-                   targets[i] = static_cast<std::int64_t>(i % 10);
-                 {
-                   mg::no_grad_guard off;
-                   w1->mul_(0.05);
-                   w2->mul_(0.1);
-                 }
-                 return [w1, w2, x, targets] {
-                   const tensor h = mg::tanh(mg::matmul(*x, *w1));
-                   const tensor loss = mg::cross_entropy(mg::matmul(h, *w2), targets);
-                   loss.backward();
-                   mg::no_grad_guard off;
-                   w1->sub_(w1->grad() * 0.01);
-                   w2->sub_(w2->grad() * 0.01);
-                   w1->set_grad({});
-                   w2->set_grad({});
-                 };
-               }});
+  for (const bool none : {false, true}) {  // gradients reset by grad().zero_() or set_grad({})
+    w.push_back(
+        {none ? "mlp_step_set_grad/64x784x128x10" : "mlp_step/64x784x128x10", [none] {
+           mg::manual_seed(1);
+           auto w1 = std::make_shared<tensor>(mg::randn({784, 128}, {.requires_grad = true}));
+           auto w2 = std::make_shared<tensor>(mg::randn({128, 10}, {.requires_grad = true}));
+           auto x = std::make_shared<tensor>(mg::randn({64, 784}));
+           std::vector<std::int64_t> targets(64);
+           for (std::size_t i = 0; i < targets.size(); ++i)
+             targets[i] = static_cast<std::int64_t>(i % 10);
+           {
+             mg::no_grad_guard off;
+             w1->mul_(0.05);
+             w2->mul_(0.1);
+           }
+           return [w1, w2, x, targets, none] {
+             const tensor h = mg::tanh(mg::matmul(*x, *w1));
+             const tensor loss = mg::cross_entropy(mg::matmul(h, *w2), targets);
+             loss.backward();
+             mg::no_grad_guard off;
+             w1->sub_(w1->grad() * 0.01);
+             w2->sub_(w2->grad() * 0.01);
+             for (tensor* p : {w1.get(), w2.get()}) {
+               if (none) {
+                 p->set_grad({});
+               } else {
+                 p->grad().zero_();
+               }
+             }
+           };
+         }});
+  }
   w.push_back({"chain/1000000", [] {
                  auto x =
                      std::make_shared<tensor>(mg::full({1'000'000}, 0.5, {.requires_grad = true}));
