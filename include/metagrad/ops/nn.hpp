@@ -36,7 +36,7 @@ struct softmax_op {
   auto forward(const auto& x) const {
     using A = detail::algebra<decltype(x)>;
     const detail::reduce_dims kept{false, dim, true};
-    const auto e = mg::exp(detail::call(sub_op{}, x, A::max(x, kept)));
+    const auto e = mg::exp(detail::call(sub_op{}, x, detail::kept_max(x, kept)));
     return detail::call(div_op{}, e, A::sum(e, kept));
   }
   // d/dx: y (g - sum(g y))
@@ -60,7 +60,7 @@ struct log_softmax_op {
   auto forward(const auto& x) const {
     using A = detail::algebra<decltype(x)>;
     const detail::reduce_dims kept{false, dim, true};
-    const auto shifted = detail::call(sub_op{}, x, A::max(x, kept));
+    const auto shifted = detail::call(sub_op{}, x, detail::kept_max(x, kept));
     return detail::call(sub_op{}, shifted, mg::log(A::sum(mg::exp(shifted), kept)));
   }
   // d/dx: g - exp(y) sum(g)

@@ -284,6 +284,15 @@ requires detail::Operands<X> &&
                          x);
 }
 
+namespace detail {
+// The max of x over r's dims, kept (extent 1) so that it broadcasts back: the stable shift of
+// softmax, log_softmax and logsumexp, taken on values (Note [Fused composites] in nn.hpp).
+template <class X>
+auto kept_max(const X& x, reduce_dims r) {
+  return algebra<X>::max(x, reduce_dims{r.all, r.dim, true});
+}
+}  // namespace detail
+
 /// log(sum(exp(x))) of all elements or along `dim`, computed stably: one op, shifted by the max
 /// on values (Note [Fused composites] in nn.hpp); its gradient is g exp(x - y), softmax(x) at
 /// g = 1.
@@ -294,11 +303,10 @@ struct logsumexp_op {
   detail::reduce_dims r;
   auto forward(const auto& x) const {
     using A = detail::algebra<decltype(x)>;
-    const detail::reduce_dims kept{r.all, r.dim, true};
-    const auto m = A::max(x, kept);
+    const auto m = detail::kept_max(x, r);
     const auto shifted = mg::exp(detail::call(sub_op{}, x, m));
     // summing the kept dimensions (each of extent 1) drops them unless r keeps them
-    return A::sum(detail::call(add_op{}, mg::log(A::sum(shifted, kept)), m), r);
+    return A::sum(detail::call(add_op{}, mg::log(A::sum(shifted, {r.all, r.dim, true})), m), r);
   }
   // d/dx: g exp(x - y), g and y broadcast back along the reduced dimensions
   auto backward(const auto& x, const auto& y, const auto& g) const {
