@@ -27,6 +27,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/ops/math.hpp
   include/metagrad/ops/nn.hpp
   include/metagrad/ops/reductions.hpp
+  include/metagrad/ops/selection.hpp
   include/metagrad/ops/shape.hpp
   include/metagrad/ops/split.hpp
   include/metagrad/profiler.hpp
@@ -51,6 +52,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/core/element_math.hpp
   detail/metagrad/core/gemm.hpp
   detail/metagrad/core/isa.hpp
+  detail/metagrad/core/selection.hpp
   detail/metagrad/core/shape_rules.hpp
   detail/metagrad/core/simd.hpp
   detail/metagrad/core/storage.hpp

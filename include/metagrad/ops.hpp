@@ -10,6 +10,7 @@
 #include <metagrad/ops/math.hpp>
 #include <metagrad/ops/nn.hpp>
 #include <metagrad/ops/reductions.hpp>
+#include <metagrad/ops/selection.hpp>
 #include <metagrad/ops/shape.hpp>
 
 namespace mg {
@@ -20,6 +21,7 @@ using elementwise_ops = op_list_concat<arithmetic_ops, math_ops, comparison_ops>
 
 /// Every built-in op of both engines (the conversions, tensor members, are `conversion_ops`).
 using builtin_ops =
-    op_list_concat<elementwise_ops, reduction_ops, shape_ops, indexing_ops, linalg_ops, nn_ops>;
+    op_list_concat<elementwise_ops, reduction_ops, selection_ops, shape_ops, indexing_ops,
+                   linalg_ops, nn_ops>;
 
 }  // namespace mg

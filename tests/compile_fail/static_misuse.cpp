@@ -66,13 +66,16 @@ int main() {
       1.0);
 #elif MG_COMPILE_FAIL == 6  // an mg::Function (with a context) in the static engine
   ok = check([](auto x) { return mg::apply<with_context>(x); }, 3.0);
+#elif MG_COMPILE_FAIL == 7  // indices (max along a dim with its index) in the static engine
+  ok = check([](auto x) { return mg::max(x, 0).values; }, 1.0);
 #else
   // the twins: mg::where for the branch, sin, a custom op for atan, mg::repeat for the loop,
-  // mg::to_string for printing, a ctx-free op for the Function
+  // mg::to_string for printing, a ctx-free op for the Function, amax for max with indices
   ok = ok && check([](auto x) { return mg::where(x > 0, x * x, -x); }, 3.0);
   ok = ok && check([](auto x) { return sin(x); }, std::cos(1.5));
   ok = ok && check([](auto x) { return mg::apply<arctan>(x); }, 1 / (1 + 1.5 * 1.5));
   ok = ok && check([](auto x) { return mg::apply<square>(x); }, 3.0);
+  ok = ok && check([](auto x) { return mg::amax(x * x, 0); }, 3.0);
   ok = ok && check([](auto x) { return mg::repeat<3>([&](auto t) { return t * x; }, x); },
                    4 * 1.5 * 1.5 * 1.5);
   const std::string text = mg::to_string(mg::trace<1>([](auto x) { return sin(x) * x + 1; }));

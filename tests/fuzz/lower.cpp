@@ -78,6 +78,21 @@ bool away(const mg::tensor& x, double c) {
     if (e != c && !(std::abs(e - c) >= margin)) return false;
   return true;
 }
+// the elements of each slice of x along dim d are at least `margin` apart
+bool distinct_along(const mg::tensor& x, std::int64_t d) {
+  if (x.dim() == 0) return true;
+  const mg::tensor m = x.transpose(d, -1).contiguous();
+  const auto v = values_of(m);
+  const auto n = static_cast<std::size_t>(m.shape().back());
+  for (std::size_t s = 0; n > 0 && s < v.size(); s += n) {
+    std::vector<double> row(v.begin() + static_cast<std::ptrdiff_t>(s),
+                            v.begin() + static_cast<std::ptrdiff_t>(s + n));
+    std::sort(row.begin(), row.end());
+    for (std::size_t i = 1; i < n; ++i)
+      if (!(row[i] - row[i - 1] >= margin)) return false;
+  }
+  return true;
+}
 bool above(const mg::tensor& x, double lo) {
   for (double e : values_of(x))
     if (!(e > lo + margin)) return false;
@@ -431,6 +446,24 @@ class builder {
         }
         return ins;
       }
+      case op::topk: {
+        const int a = choose(r.pick[0], [&](int j) { return rank(j) > 0; });
+        if (a < 0) return {};
+        ins.in = {a};
+        const std::int64_t n = shape(a)[mod(k(0), static_cast<int>(rank(a)))];
+        ins.ints = {dim_of(a, k(0), b1), mod(k(1), static_cast<int>(n) + 1)};
+        ins.flag = b0;  // largest
+        return ins;
+      }
+      case op::argmax: {
+        const int a = choose(r.pick[0], [&](int j) { return s_[j].m.numel() > 0; });
+        if (a < 0) return {};
+        ins.in = {a};
+        ins.flag = b0 && rank(a) > 0;  // along a dim
+        ins.flag2 = b2;                // argmin
+        ins.ints = {ins.flag ? dim_of(a, k(0), b1) : 0, b3 ? 1 : 0};
+        return ins;
+      }
       case op::softmax:
       case op::log_softmax: {
         const int a = choose(r.pick[0], [&](int j) { return rank(j) > 0; });
@@ -779,12 +812,17 @@ class builder {
         const mg::tensor x = a(0);
         const bool mx = ins.o == op::max;
         const mg::tensor e =
-            ins.flag ? (mx ? mg::max(x, ins.ints[0], true) : mg::min(x, ins.ints[0], true))
+            ins.flag ? (mx ? mg::max(x, ins.ints[0], true).values
+                     : mg::min(x, ins.ints[0], true).values)
                      : (mx ? mg::max(x) : mg::min(x));
         return away(x - e, 0);
       }
       case op::norm:
         return above(ins.flag ? mg::norm(a(0), ins.ints[0], false) : mg::norm(a(0)), 0);
+      case op::topk:  // ranks that a perturbation cannot swap
+        return distinct_along(a(0), ins.ints[0]);
+      case op::argmax:
+        return ins.flag ? distinct_along(a(0), ins.ints[0]) : distinct_along(a(0).flatten(), 0);
       case op::div_:
         return ins.in.size() < 2 || nonzero(a(1));
       default:

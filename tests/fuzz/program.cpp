@@ -110,7 +110,18 @@ std::string expression(const instr& ins) {
       break;
     case op::sum: case op::prod: case op::max: case op::min: case op::mean: case op::norm:
     case op::logsumexp:
-      s << "mg::" << name_of(ins.o) << "(" << a(0) << along << ")"; break;
+      s << "mg::" << name_of(ins.o) << "(" << a(0) << along << ")";
+      if (ins.flag && (ins.o == op::max || ins.o == op::min)) s << ".values";
+      break;
+    case op::topk:
+      s << "mg::topk(" << a(0) << ", " << k[1] << ", " << k[0] << ", "
+        << (ins.flag ? "true" : "false") << ").values";
+      break;
+    case op::argmax:
+      s << "mg::" << (ins.flag2 ? "argmin(" : "argmax(") << a(0);
+      if (ins.flag) s << ", " << k[0] << ", " << (k[1] ? "true" : "false");
+      s << ").to(" << a(0) << ".dtype())";
+      break;
     case op::var:
       if (ins.flag)
         s << "mg::var(" << a(0) << ", " << k[0] << ", " << (k[1] ? "true" : "false") << ", "

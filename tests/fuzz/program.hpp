@@ -91,6 +91,8 @@ namespace mg_fuzz {
   X(matmul, "matmul(a, b)")                                                 \
   X(dot, "dot(a, b)")                                                       \
   X(outer, "outer(a, b)")                                                   \
+  X(topk, "topk(x, k, dim = -1, largest = true)")                           \
+  X(argmax, "argmax(x)")                                                    \
   X(to_dtype, "x.to(dtype)")                                                \
   X(to_device, "x.to(device)")                                              \
   X(contiguous, "x.contiguous()")                                           \

@@ -336,6 +336,8 @@ void coverage::add(const program& p) {
     ++ops[name_of(ins.o)];
     ++docs[doc_name_of(ins.o)];
     if (ins.o == op::where) ++docs[std::string(name_of(ins.cmp)) + "(a, b)"];
+    if ((ins.o == op::max || ins.o == op::min) && ins.flag) ++docs["max(x, dim, keepdim)"];
+    if (ins.o == op::argmax && ins.flag) ++docs["argmax(x, dim, keepdim)"];
     for (int a : ins.in)
       if (!producer[a].empty()) ++pairs[producer[a] + " -> " + name_of(ins.o)];
     if (defined[i] >= 0)

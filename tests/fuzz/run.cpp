@@ -166,9 +166,18 @@ mg::tensor apply(const instr& ins, const std::vector<mg::tensor>& v, bool fuse, 
     case op::prod:
       return ins.flag ? mg::prod(arg(0), k[0], ins.flag2) : mg::prod(arg(0));
     case op::max:
-      return ins.flag ? mg::max(arg(0), k[0], ins.flag2) : mg::max(arg(0));
+      return ins.flag ? mg::max(arg(0), k[0], ins.flag2).values : mg::max(arg(0));
     case op::min:
-      return ins.flag ? mg::min(arg(0), k[0], ins.flag2) : mg::min(arg(0));
+      return ins.flag ? mg::min(arg(0), k[0], ins.flag2).values : mg::min(arg(0));
+    case op::topk:
+      return mg::topk(arg(0), k[1], k[0], ins.flag).values;
+    case op::argmax: {  // the indices, as values of x's dtype (no gradient)
+      const mg::tensor x = arg(0);
+      const mg::tensor i = ins.flag ? (ins.flag2 ? mg::argmin(x, k[0], k[1] != 0)
+                                                 : mg::argmax(x, k[0], k[1] != 0))
+                                    : (ins.flag2 ? mg::argmin(x) : mg::argmax(x));
+      return i.to(x.dtype());
+    }
     case op::mean:
       return ins.flag ? mg::mean(arg(0), k[0], ins.flag2) : mg::mean(arg(0));
     case op::var:

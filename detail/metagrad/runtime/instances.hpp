@@ -126,6 +126,11 @@ MG_INSTANCE tensor_list split<0>(const tensor&, std::int64_t, std::int64_t, call
 MG_INSTANCE tensor_list split<0>(const tensor&, const instance_dims&, std::int64_t, call_site);
 MG_INSTANCE tensor index_select<0>(const tensor&, std::int64_t, const tensor&, call_site);
 MG_INSTANCE tensor cross_entropy<0>(const tensor&, const tensor&, call_site);
+MG_INSTANCE std::vector<std::int64_t> detail::tensor_top_positions<0>(const tensor&,
+                                                                     const shape_t&, std::size_t,
+                                                                     std::int64_t, detail::pick);
+MG_INSTANCE tensor detail::index_tensor<0>(const std::vector<std::int64_t>&, const shape_t&,
+                                           const tensor&);
 MG_INSTANCE std::ostream& operator<< <0>(std::ostream&, const tensor&);
 
 namespace detail {
@@ -201,10 +206,13 @@ MG_APPLY_1(mg::min_op)
 MG_APPLY_1(mg::norm_op)
 MG_APPLY_1(mg::mean_op)
 MG_APPLY_1(mg::var_op)
+MG_APPLY_1(mg::amax_op)
+MG_APPLY_1(mg::amin_op)
 MG_APPLY_1(mg::logsumexp_op)
 MG_APPLY_1(mg::softmax_op)
 MG_APPLY_1(mg::log_softmax_op)
 MG_APPLY_1(mg::cross_entropy_op)
+MG_APPLY_1(mg::topk_op)
 MG_APPLY_1(mg::expand_op)
 MG_APPLY_1(mg::sum_to_op)
 MG_APPLY_1(mg::unsqueeze_op)

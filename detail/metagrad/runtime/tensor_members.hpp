@@ -19,6 +19,7 @@
 #include <metagrad/ops/math.hpp>
 #include <metagrad/ops/nn.hpp>
 #include <metagrad/ops/reductions.hpp>
+#include <metagrad/ops/selection.hpp>
 #include <metagrad/ops/shape.hpp>
 #include <metagrad/ops/split.hpp>
 #include <metagrad/runtime/apply.hpp>
@@ -253,6 +254,23 @@ std::vector<std::int64_t> index_values(const tensor& index, const char* op) {
          " and dtype ", dtype_name(index.dtype()), "; convert with .to(mg::i64)");
   const auto h = transfer_kernel(*index.impl(), device::cpu);
   return std::vector<std::int64_t>(h->data<std::int64_t>(), h->data<std::int64_t>() + h->numel());
+}
+
+// argmax, max along a dim and topk (ops/selection.hpp): positions computed on the host.
+template <int>
+std::vector<std::int64_t> tensor_top_positions(const tensor& x, const shape_t& as, std::size_t d,
+                                               std::int64_t k, pick p) {
+  const auto h = transfer_kernel(*x.impl(), device::cpu);
+  return dispatch(h->dtype(), [&]<class T>(std::type_identity<T>) {
+    return top_positions(h->data<T>(), as, d, k, p);
+  });
+}
+template <int>
+tensor index_tensor(const std::vector<std::int64_t>& values, const shape_t& shape,
+                    const tensor& like) {
+  auto h = make_impl(shape, dtype::i64);
+  std::copy(values.begin(), values.end(), h->data<std::int64_t>());
+  return tensor(transfer_kernel(*h, like.device()));
 }
 
 // A node of cat over a runtime list of tensors: input k's gradient is its slice of g. (A template

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <xtensor/xadapt.hpp>
 #include <xtensor/xarray.hpp>
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xbuilder.hpp>
@@ -26,6 +27,7 @@
 #include <metagrad/core/broadcast.hpp>
 #include <metagrad/core/dispatch.hpp>
 #include <metagrad/core/gemm.hpp>
+#include <metagrad/core/selection.hpp>
 #include <metagrad/core/shape_rules.hpp>
 #include <metagrad/core/type_name.hpp>
 #include <metagrad/error.hpp>
@@ -464,6 +466,17 @@ struct algebra_impl<X> {
     if (!s.empty()) s[d] = n;
     work_array<T> r = xt::arange<T>(static_cast<T>(n));
     r.reshape(s);
+    return r;
+  }
+  // argmax, max along a dim and topk (ops/selection.hpp): positions in x's values read as a
+  // row-major array of shape `as`, and the array of indices they return
+  static std::vector<std::int64_t> top_positions(const auto& x, const shape_t& as, std::size_t d,
+                                                 std::int64_t k, pick p) {
+    const xt::xarray<xt_value_t<decltype(x)>, xt::layout_type::row_major> a = x;
+    return detail::top_positions(a.data(), as, d, k, p);
+  }
+  static auto index_array(const std::vector<std::int64_t>& v, const shape_t& shape) {
+    xt::xarray<std::int64_t> r = xt::adapt(v, std::vector<std::size_t>(shape.begin(), shape.end()));
     return r;
   }
 };

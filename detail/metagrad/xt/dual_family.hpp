@@ -305,6 +305,13 @@ struct algebra_impl<dual_array<T>> {
   static auto iota(const dual_array<T>& x, std::size_t d) {
     return algebra<work_array<T>>::iota(x.value, d);
   }
+  static auto top_positions(const dual_array<T>& x, const shape_t& as, std::size_t d,
+                            std::int64_t k, pick p) {
+    return algebra<work_array<T>>::top_positions(x.value, as, d, k, p);
+  }
+  static auto index_array(const std::vector<std::int64_t>& v, const shape_t& shape) {
+    return algebra<work_array<T>>::index_array(v, shape);
+  }
 };
 
 // The static engine's sweep on dual arrays: xt_policy, with dual gradients summed to the shape

@@ -1,5 +1,5 @@
-// Reductions: sum, prod, max, min, mean, norm, var (all elements, or along one dim, with
-// keepdim), and logsumexp (a composite).
+// Reductions: sum, prod, max, min, amax, amin, mean, norm, var (all elements, or along one dim,
+// with keepdim), and logsumexp. max and min along a dim with their indices are in selection.hpp.
 //
 // A reduction's forward is a backend kernel (algebra<X>: sums and products accumulate in double,
 // Note [Accurate sums]); its backward is written with the ops' public functions, so that it is
@@ -89,12 +89,12 @@ auto prod(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {
 
 namespace detail {
 template <class X, class Y, class G>
-auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r);
+auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r, bool split);
 }  // namespace detail
 
-/// The largest element, or the largest along `dim` (values). NaN propagates. The gradient of the
-/// largest of all elements is split evenly among the elements equal to it; along a dim it goes
-/// to the first of them (torch 1.13's rules).
+/// The largest element, or the largest along `dim` (the values of mg::max(x, dim), selection.hpp).
+/// NaN propagates. The gradient of the largest of all elements is split evenly among the
+/// elements equal to it; along a dim it goes to the first of them (torch 1.13's rules).
 struct max_op {
   static constexpr const char* name = "max";
   static constexpr bool elementwise = false;
@@ -103,19 +103,14 @@ struct max_op {
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::max(x, r); }
   // d/dx_i max(x) = 1/k at the k elements equal to the max, else 0
   auto backward(const auto& x, const auto& y, const auto& g) const {
-    return detail::extreme_gradient(x, y, g, r);
+    return detail::extreme_gradient(x, y, g, r, false);
   }
 };
 template <class X>
 requires detail::Operands<X>
 auto max(const X& x, call_site site = {}) { return detail::call_at(site, max_op{}, x); }
-template <class X>
-requires detail::Operands<X>
-auto max(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
-  return detail::call_at(site, max_op{{false, dim, keepdim}}, x);
-}
 
-/// The smallest element, or the smallest along `dim` (values); as max.
+/// The smallest element, or the smallest along `dim` (the values of mg::min(x, dim)); as max.
 struct min_op {
   static constexpr const char* name = "min";
   static constexpr bool elementwise = false;
@@ -124,24 +119,62 @@ struct min_op {
   auto forward(const auto& x) const { return detail::algebra<decltype(x)>::min(x, r); }
   // d/dx_i min(x) = 1/k at the k elements equal to the min, else 0
   auto backward(const auto& x, const auto& y, const auto& g) const {
-    return detail::extreme_gradient(x, y, g, r);
+    return detail::extreme_gradient(x, y, g, r, false);
   }
 };
 template <class X>
 requires detail::Operands<X>
 auto min(const X& x, call_site site = {}) { return detail::call_at(site, min_op{}, x); }
+
+/// The largest element, or the largest of each slice along `dim`, as values only (torch's amax):
+/// the gradient is split evenly among the elements equal to the result in each slice. Runs in
+/// the static engine too.
+struct amax_op {
+  static constexpr const char* name = "amax";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::both;
+  detail::reduce_dims r;
+  auto forward(const auto& x) const { return detail::algebra<decltype(x)>::max(x, r); }
+  auto backward(const auto& x, const auto& y, const auto& g) const {
+    return detail::extreme_gradient(x, y, g, r, true);
+  }
+};
 template <class X>
 requires detail::Operands<X>
-auto min(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
-  return detail::call_at(site, min_op{{false, dim, keepdim}}, x);
+auto amax(const X& x, call_site site = {}) { return detail::call_at(site, amax_op{}, x); }
+template <class X>
+requires detail::Operands<X>
+auto amax(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
+  return detail::call_at(site, amax_op{{false, dim, keepdim}}, x);
+}
+
+/// The smallest element, or the smallest of each slice along `dim`, as values only (torch's
+/// amin); as amax.
+struct amin_op {
+  static constexpr const char* name = "amin";
+  static constexpr bool elementwise = false;
+  static constexpr auto saves = saved::both;
+  detail::reduce_dims r;
+  auto forward(const auto& x) const { return detail::algebra<decltype(x)>::min(x, r); }
+  auto backward(const auto& x, const auto& y, const auto& g) const {
+    return detail::extreme_gradient(x, y, g, r, true);
+  }
+};
+template <class X>
+requires detail::Operands<X>
+auto amin(const X& x, call_site site = {}) { return detail::call_at(site, amin_op{}, x); }
+template <class X>
+requires detail::Operands<X>
+auto amin(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
+  return detail::call_at(site, amin_op{{false, dim, keepdim}}, x);
 }
 
 namespace detail {
-// The gradient of a max or min, as torch 1.13 gives it: over all elements, g split evenly among
-// the elements equal to the result; along a dim, g goes to the first such element of each slice
-// (the index torch's max(dim) returns).
+// The gradient of a max or min, as torch 1.13 gives it: over all elements (and along a dim when
+// `split`, as amax and amin), g split evenly among the elements equal to the result; otherwise,
+// along a dim, g goes to the first such element of each slice (the index max(x, dim) returns).
 template <class X, class Y, class G>
-auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r) {
+auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r, bool split) {
   const auto ye = unreduce(y, x, r);
   // the elements equal to the result; a NaN result came from the NaN elements
   const auto hit = mg::where(mg::ne(x, x), mg::ne(ye, ye), mg::eq(x, ye));
@@ -150,7 +183,7 @@ auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r) 
     return mg::where(hit, g, 0.0);  // 0-d: the one element is the result
   } else {
     const shape_t s = shape_of(x);
-    if (r.all || s.empty()) {
+    if (split || r.all || s.empty()) {
       const auto count = call(sum_op{r}, mg::where(hit, 1.0, 0.0));
       return mg::where(hit, unreduce(g / count, x, r), 0.0);
     }
@@ -325,6 +358,7 @@ auto logsumexp(const X& x, std::int64_t dim, bool keepdim = false, call_site sit
 }
 
 using reduction_ops =
-    op_list<sum_op, prod_op, max_op, min_op, norm_op, mean_op, var_op, logsumexp_op>;
+    op_list<sum_op, prod_op, max_op, min_op, amax_op, amin_op, norm_op, mean_op, var_op,
+            logsumexp_op>;
 
 }  // namespace mg

@@ -1,0 +1,98 @@
+// Which elements argmax, argmin, max and min along a dim, and topk pick: positions along a
+// dimension, computed on the host from contiguous row-major values, shared by every family.
+//
+// Note [Selection order]: elements are ranked by value, and equal values by position, the lower
+// first; so argmax, argmin and max/min along a dim return the first extreme of each slice (torch
+// documents this for max, min, argmax and argmin), and topk lists equal values in the order they
+// appear (torch leaves that order unspecified). NaN ranks above every number for argmax, max and
+// topk(largest), and is picked first by argmin and min too, as torch's NaN-propagating max and
+// min are (their value is NaN, so their index points at one); topk(smallest) ranks NaN last, as
+// torch's sort does.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <type_traits>
+#include <vector>
+
+#include <metagrad/types.hpp>
+
+namespace mg::detail {
+
+enum class pick : unsigned char {
+  largest,   // argmax, max along a dim, topk(largest)
+  smallest,  // argmin, min along a dim (NaN first)
+  bottom,    // topk(largest = false) (NaN last)
+};
+
+// Does a (at position i) rank before b (at position j)? (Note [Selection order])
+template <class T>
+bool ranks_before(T a, std::int64_t i, T b, std::int64_t j, pick p) {
+  if constexpr (std::is_floating_point_v<T>) {
+    const bool na = std::isnan(a), nb = std::isnan(b);
+    if (na || nb) {
+      if (na && nb) return i < j;
+      return p == pick::bottom ? nb : na;
+    }
+  }
+  if (a != b) return p == pick::largest ? a > b : a < b;
+  return i < j;
+}
+
+/// The positions along dim d of the k elements of each slice of x (contiguous, row-major, of
+/// `shape`) that rank first (Note [Selection order]), in rank order: a row-major array of x's
+/// shape with extent k along d.
+template <class T>
+std::vector<std::int64_t> top_positions(const T* x, const shape_t& shape, std::size_t d,
+                                        std::int64_t k, pick p) {
+  std::int64_t outer = 1, inner = 1;
+  const std::int64_t n = shape.empty() ? 1 : shape[d];
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i < d) outer *= shape[i];
+    if (i > d) inner *= shape[i];
+  }
+  std::vector<std::int64_t> out(static_cast<std::size_t>(outer * k * inner));
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t in = 0; in < inner; ++in) {
+      const T* s = x + o * n * inner + in;  // element j of this slice is s[j * inner]
+      std::int64_t* dst = out.data() + o * k * inner + in;
+      if (k == 1) {
+        std::int64_t best = 0;
+        for (std::int64_t j = 1; j < n; ++j)
+          if (ranks_before(s[j * inner], j, s[best * inner], best, p)) best = j;
+        dst[0] = best;
+        continue;
+      }
+      std::iota(order.begin(), order.end(), std::int64_t{0});
+      std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                        [&](std::int64_t a, std::int64_t b) {
+                          return ranks_before(s[a * inner], a, s[b * inner], b, p);
+                        });
+      for (std::int64_t r = 0; r < k; ++r) dst[r * inner] = order[static_cast<std::size_t>(r)];
+    }
+  }
+  return out;
+}
+
+/// The flat (row-major) indices into x of the elements whose positions along d `top_positions`
+/// gave, for x of `shape`.
+inline std::vector<std::int64_t> flat_indices(const std::vector<std::int64_t>& positions,
+                                              const shape_t& shape, std::size_t d,
+                                              std::int64_t k) {
+  std::int64_t inner = 1;
+  const std::int64_t n = shape.empty() ? 1 : shape[d];
+  for (std::size_t i = d + 1; i < shape.size(); ++i) inner *= shape[i];
+  std::vector<std::int64_t> flat(positions.size());
+  for (std::size_t f = 0; f < positions.size(); ++f) {
+    const auto e = static_cast<std::int64_t>(f);
+    const std::int64_t o = e / (k * inner), in = e % inner;
+    flat[f] = (o * n + positions[f]) * inner + in;
+  }
+  return flat;
+}
+
+}  // namespace mg::detail
