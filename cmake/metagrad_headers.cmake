@@ -66,6 +66,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/backend/cpu.hpp
   detail/metagrad/backend/element_kernels.hpp
   detail/metagrad/backend/host_cache.hpp
+  detail/metagrad/backend/parallel.hpp
   detail/metagrad/backend/registry.hpp
   detail/metagrad/backend/tensor_kernels.hpp
   # static: tracing, planning, sweeps, the evaluators on numbers

@@ -1,5 +1,6 @@
 // The CPU's caching allocator seen from a program: its statistics around a few training steps,
-// then the cache given back (docs/runtime.md, "Memory and in-place ops").
+// then the cache given back (docs/runtime.md, "Memory and in-place ops"); and the kernels' thread
+// count, whose results do not depend on it ("Threads").
 #include <cstdio>
 #include <iostream>
 
@@ -33,5 +34,15 @@ int main() {
   // example-end memory
   const bool steady = mg::cpu::max_memory_allocated() <= held;
   std::printf("steady state: %s\n", steady ? "no new memory" : "it grew");
-  return steady && mg::cpu::memory_reserved() == mg::cpu::memory_allocated() ? 0 : 1;
+  const bool emptied = mg::cpu::memory_reserved() == mg::cpu::memory_allocated();
+
+  const mg::tensor big = mg::randn({1000, 1000});
+  // example-begin threads
+  mg::set_num_threads(1);
+  const float one = mg::sum(mg::exp(big)).item<float>();
+  mg::set_num_threads(4);  // kernels over 65536 elements or more split across 4 threads
+  const float four = mg::sum(mg::exp(big)).item<float>();  // the same bits as `one`
+  // example-end threads
+  std::printf("sum on 1 thread %.9g, on 4 threads %.9g\n", one, four);
+  return steady && emptied && one == four ? 0 : 1;
 }

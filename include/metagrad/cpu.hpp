@@ -1,4 +1,5 @@
-// The host memory behind tensors of device cpu: the statistics and the cache of the CPU backend's
+// The CPU's threads (mg::get_num_threads, mg::set_num_threads), and the host memory behind
+// tensors of device cpu: the statistics and the cache of the CPU backend's
 // caching allocator (Note [Host caching allocator] in backend/host_cache.hpp), named as torch
 // names those of its CUDA allocator. A block is counted at its size class (a multiple of 64 bytes
 // up to 512, then within a fifth above the bytes asked for); a tensor of at most 16 bytes lives
@@ -15,6 +16,19 @@
 #include <cstddef>
 
 #include <metagrad/backend/host_cache.hpp>
+#include <metagrad/backend/parallel.hpp>
+
+namespace mg {
+
+/// The number of threads a CPU kernel over many elements uses (Note [Intra-op parallelism] in
+/// backend/parallel.hpp): by default the hardware's, or OMP_NUM_THREADS when set, as torch's.
+/// Results do not depend on it: reductions are bit-identical on any number of threads.
+inline int get_num_threads() { return detail::intra_op_threads(); }
+/// Sets the number of threads CPU kernels (and OpenBLAS's matrix products) use; 1 runs every
+/// kernel on the calling thread. n < 1 is an mg::error.
+inline void set_num_threads(int n) { detail::set_intra_op_threads(n); }
+
+}  // namespace mg
 
 namespace mg::cpu {
 

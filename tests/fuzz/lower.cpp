@@ -576,6 +576,7 @@ class builder {
             break;
           }
           case op::split_sizes: {
+            if (n == 0) return {};  // no piece to pick
             std::vector<std::int64_t> sizes;
             std::int64_t left = n;
             std::mt19937 g(static_cast<unsigned>(ak(1)));

@@ -28,6 +28,7 @@
 #include <metagrad/backend/backend.hpp>
 #include <metagrad/backend/element_kernels.hpp>
 #include <metagrad/backend/host_cache.hpp>
+#include <metagrad/backend/parallel.hpp>
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/simd.hpp>
 #include <metagrad/core/storage.hpp>
@@ -37,8 +38,8 @@ namespace mg::detail {
 // Calls row(off, n) for each row (the last dimension) of s; off[k] is operand k's element offset
 // at the row's start. A 0-d space is one row of one element.
 template <std::size_t K, class Row>
-void for_each_row(const nd_space& s, const std::array<const nd_operand*, K>& ops, Row&& row) {
-  std::array<std::int64_t, K> off{};
+void for_each_row(const nd_space& s, const std::array<const nd_operand*, K>& ops, Row&& row,
+                  std::array<std::int64_t, K> off = {}) {
   if (s.numel == 0) return;
   if (s.rank <= 1) {
     row(off, s.rank == 0 ? std::int64_t{1} : s.extents[0]);
@@ -57,6 +58,50 @@ void for_each_row(const nd_space& s, const std::array<const nd_operand*, K>& ops
     }
     if (d < 0) return;
   }
+}
+
+// The rows of s[lo, hi) along dimension d (the index range of d cut to [lo, hi)): a space
+// whose extent along d is hi - lo, and each operand's offset at its start.
+template <std::size_t K>
+std::pair<nd_space, std::array<std::int64_t, K>> sub_space(
+    const nd_space& s, const std::array<const nd_operand*, K>& ops, int d, std::int64_t lo,
+    std::int64_t hi) {
+  nd_space sub = s;
+  sub.numel = s.numel / s.extents[d] * (hi - lo);
+  sub.extents[d] = hi - lo;
+  std::array<std::int64_t, K> off{};
+  for (std::size_t k = 0; k < K; ++k) off[k] = lo * ops[k]->strides[d];
+  return {sub, off};
+}
+
+// for_each_row over s, split along dimension 0 into chunks of at least parallel_grain elements
+// run on the pool (Note [Intra-op parallelism]). `written`: a bit per operand the rows write,
+// which must not share an element between two chunks (a stride of 0 along dimension 0 keeps the
+// whole space on one thread).
+template <std::size_t K, class Row>
+void parallel_for_each_row(const nd_space& s, const std::array<const nd_operand*, K>& ops,
+                           unsigned written, Row&& row) {
+  const int threads = s.rank == 0 || s.numel < 2 * parallel_grain ? 1 : intra_op_threads();
+  bool split = threads > 1;
+  for (std::size_t k = 0; split && k < K; ++k)
+    if ((written >> k & 1u) && ops[k]->strides[0] == 0) split = false;
+  const std::int64_t n = s.rank == 0 ? 1 : s.extents[0];
+  // rank 1: chunk edges on multiples of 64 elements (whole SIMD packs)
+  const std::int64_t unit = s.rank == 1 ? 64 : 1;
+  const std::int64_t units = (n + unit - 1) / unit;
+  const std::int64_t chunks =
+      split ? std::min<std::int64_t>({threads, s.numel / parallel_grain, units}) : 1;
+  if (chunks <= 1) {
+    for_each_row(s, ops, row);
+    return;
+  }
+  parallel_chunks(chunks, [&](std::int64_t c) {
+    const std::int64_t lo = std::min(n, units * c / chunks * unit);
+    const std::int64_t hi = std::min(n, units * (c + 1) / chunks * unit);
+    if (lo >= hi) return;
+    const auto [sub, off] = sub_space(s, ops, 0, lo, hi);
+    for_each_row(sub, ops, row, off);
+  });
 }
 
 inline std::int64_t inner_stride(const nd_space& s, const nd_operand& o) {
@@ -152,7 +197,7 @@ void cpu_forward_typed(const Op& op, const nd_space& s, const nd_operand& out,
   std::int64_t st[N];
   for (std::size_t k = 0; k < N; ++k) st[k] = inner_stride(s, in[k]);
   const std::int64_t so = inner_stride(s, out);
-  for_each_row(s, ops, [&](const std::array<std::int64_t, N + 1>& off, std::int64_t n) {
+  parallel_for_each_row(s, ops, 1u, [&](const std::array<std::int64_t, N + 1>& off, std::int64_t n) {
     std::int64_t i = 0;
     if constexpr (vectorized_v<Op, T>) {
       bool packed = so == 1;
@@ -185,7 +230,10 @@ void cpu_backward_typed(const Op& op, const nd_space& s, const nd_operand* in, c
   for (std::size_t k = 0; k < N; ++k) ops[N + 2 + k] = &grads[k];
   std::int64_t st[K];
   for (std::size_t k = 0; k < K; ++k) st[k] = inner_stride(s, *ops[k]);
-  for_each_row(s, ops, [&](const std::array<std::int64_t, K>& off, std::int64_t n) {
+  unsigned written = 0;  // the gradients
+  for (std::size_t k = 0; k < N; ++k)
+    if (grads[k].data) written |= 1u << (N + 2 + k);
+  parallel_for_each_row(s, ops, written, [&](const std::array<std::int64_t, K>& off, std::int64_t n) {
     std::int64_t i = 0;
     if constexpr (vectorized_v<Op, T>) {
       bool packed = true;
@@ -248,7 +296,14 @@ inline void cpu_memcpy(void* dst, const void* src, std::size_t nbytes) {
 
 inline void cpu_fill(void* dst, dtype d, std::int64_t n, double value) {
   dispatch(d, [&]<class T>(std::type_identity<T>) {
-    std::fill_n(static_cast<T*>(dst), n, static_cast<T>(value));
+    T* p = static_cast<T*>(dst);
+    const T v = static_cast<T>(value);
+    const std::int64_t chunks =
+        n < 2 * parallel_grain ? 1 : std::min<std::int64_t>(intra_op_threads(), n / parallel_grain);
+    parallel_chunks(chunks, [&](std::int64_t c) {
+      const std::int64_t lo = n * c / chunks / 64 * 64, hi = c + 1 == chunks ? n : n * (c + 1) / chunks / 64 * 64;
+      std::fill(p + lo, p + hi, v);
+    });
   });
 }
 
@@ -259,7 +314,8 @@ inline void cpu_copy(const nd_space& s, dtype out_t, const nd_operand& out, dtyp
       O* o = static_cast<O*>(out.data);
       const I* x = static_cast<const I*>(in.data);
       const std::int64_t so = inner_stride(s, out), si = inner_stride(s, in);
-      for_each_row<2>(s, {&out, &in}, [&](const std::array<std::int64_t, 2>& off, std::int64_t n) {
+      const std::array<const nd_operand*, 2> ops{&out, &in};
+      parallel_for_each_row(s, ops, 1u, [&](const std::array<std::int64_t, 2>& off, std::int64_t n) {
         O* oo = o + off[0];
         const I* xx = x + off[1];
         if (so == 1 && si == 1) {
@@ -396,6 +452,49 @@ struct extreme_reduction {
   }
 };
 
+// Note [Intra-op parallelism] for a reduction of s into n_out accumulators at acc, o = ops[0]
+// walking them: with several outputs, s splits along its outermost kept dimension (each output
+// still accumulated by one thread, in one thread's order); into one output, from
+// 2 * parallel_grain elements on, in fixed blocks along dimension 0, each into its own partial,
+// the partials then combined in order. Neither depends on the number of threads.
+template <class A, class Rows, class Combine>
+void parallel_reduce_rows(const nd_space& s, const std::array<const nd_operand*, 2>& ops,
+                          std::int64_t n_out, A* acc, A init, const Rows& rows,
+                          const Combine& combine) {
+  if (s.rank == 0 || s.numel < 2 * parallel_grain) {
+    rows(s, {}, acc);
+    return;
+  }
+  const int threads = intra_op_threads();
+  if (n_out > 1) {
+    int d = 0;
+    while (d < s.rank && (ops[0]->strides[d] == 0 || s.extents[d] < 2)) ++d;
+    const std::int64_t n = d < s.rank ? s.extents[d] : 1;
+    const std::int64_t chunks = std::min<std::int64_t>({threads, s.numel / parallel_grain, n});
+    if (chunks <= 1) {
+      rows(s, {}, acc);
+      return;
+    }
+    parallel_chunks(chunks, [&](std::int64_t c) {
+      const auto [sub, off] = sub_space(s, ops, d, n * c / chunks, n * (c + 1) / chunks);
+      rows(sub, off, acc);
+    });
+    return;
+  }
+  const std::int64_t n = s.extents[0], per = s.numel / n;
+  const std::int64_t step = std::max<std::int64_t>(1, parallel_grain / per);  // per block
+  const std::int64_t blocks = (n + step - 1) / step;
+  std::vector<A> partial(static_cast<std::size_t>(blocks), init);
+  const std::int64_t chunks = std::min<std::int64_t>(threads, blocks);
+  parallel_chunks(chunks, [&](std::int64_t c) {
+    for (std::int64_t b = blocks * c / chunks; b < blocks * (c + 1) / chunks; ++b) {
+      const auto [sub, off] = sub_space(s, ops, 0, b * step, std::min(n, (b + 1) * step));
+      rows(sub, {0, off[1]}, &partial[static_cast<std::size_t>(b)]);
+    }
+  });
+  for (const A& v : partial) *acc = combine(*acc, v);
+}
+
 template <class R>
 void cpu_reduce(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t reduced, void* out) {
   // acc has one accumulator per output element; `o` walks it: contiguous strides over the kept
@@ -419,15 +518,26 @@ void cpu_reduce(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t r
       o.data = acc.data();
       const std::int64_t so = inner_stride(s, o), sx = inner_stride(s, x);
       const T* p = static_cast<const T*>(x.data);
-      for_each_row<2>(s, {&o, &x}, [&](const std::array<std::int64_t, 2>& off, std::int64_t n) {
-        A* a = acc.data() + off[0];
-        if (so == 0) {
-          *a = R::combine(*a, static_cast<A>(R::row(p + off[1], sx, n)));
-        } else {
-          const T* q = p + off[1];
-          for (std::int64_t i = 0; i < n; ++i) a[i] = R::combine(a[i], static_cast<A>(q[i * sx]));
-        }
-      });
+      const std::array<const nd_operand*, 2> ops{&o, &x};
+      // the rows of `sub` into the accumulators at `a0`
+      const auto rows = [&](const nd_space& sub, const std::array<std::int64_t, 2>& start,
+                            A* a0) {
+        for_each_row(
+            sub, ops,
+            [&](const std::array<std::int64_t, 2>& off, std::int64_t n) {
+              A* a = a0 + off[0];
+              if (so == 0) {
+                *a = R::combine(*a, static_cast<A>(R::row(p + off[1], sx, n)));
+              } else {
+                const T* q = p + off[1];
+                for (std::int64_t i = 0; i < n; ++i)
+                  a[i] = R::combine(a[i], static_cast<A>(q[i * sx]));
+              }
+            },
+            start);
+      };
+      parallel_reduce_rows<A>(s, ops, n_out, acc.data(), R::template init<T>(), rows,
+                              [](A a, A b) { return R::combine(a, b); });
       T* r = static_cast<T*>(out);
       for (std::int64_t i = 0; i < n_out; ++i)
         r[i] = static_cast<T>(acc[static_cast<std::size_t>(i)]);
