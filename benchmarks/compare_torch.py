@@ -107,6 +107,29 @@ def torch_workloads():
             x.grad = None
         return run
 
+    def ramp():  # row r: r, r + 1/1024, ... (distinct values)
+        return (torch.arange(1024 * 1024, dtype=torch.float32) / 1024).reshape(1024, 1024)
+
+    def max_dim():
+        x = ramp().requires_grad_()
+
+        def run():
+            torch.max(x, 1).values.sum().backward()
+            x.grad = None
+        return run
+
+    def topk8():
+        x = ramp().requires_grad_()
+
+        def run():
+            torch.topk(x, 8, 1).values.sum().backward()
+            x.grad = None
+        return run
+
+    def argmax():
+        x = ramp()
+        return lambda: torch.argmax(x, 1)
+
     def mlp_step(none=False):
         torch.manual_seed(1)
         w1 = (torch.randn(784, 128) * 0.05).requires_grad_()
@@ -139,6 +162,9 @@ def torch_workloads():
 
     w["rows/softmax_logsumexp/1024x1024"] = rows
     w["rows/sum_dim/1024x1024"] = sum_dim
+    w["rows/max_dim/1024x1024"] = max_dim
+    w["rows/topk8/1024x1024"] = topk8
+    w["rows/argmax/1024x1024"] = argmax
     w["mlp_step/64x784x128x10"] = mlp_step
     w["mlp_step_set_grad/64x784x128x10"] = lambda: mlp_step(none=True)
     w["chain/1000000"] = chain

@@ -1,5 +1,5 @@
 // The runtime engine's ops on the CPU at the sizes people train with, one workload per
-// benchmark, named as benchmarks/torch_ops.py names the same workload in torch (float32;
+// benchmark, named as benchmarks/compare_torch.py names the same workload in torch (float32;
 // `benchmarks/compare_torch.py` runs both in one run and prints the ratios):
 //   - inplace/<op>/<n>: an in-place op on n elements (no grad);
 //   - fwd/<op>/<n> and fwdbwd/<op>/<n>: an op on leaves of n elements, forward only, or forward,
@@ -17,6 +17,8 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <xtensor/xarray.hpp>
+#include <xtensor/xbuilder.hpp>
 
 #include <metagrad/autograd.hpp>
 #include <metagrad/tensor.hpp>
@@ -113,6 +115,33 @@ std::vector<workload> workloads() {
            x->set_grad({});
          };
        }});
+  // selection along rows: max with its indices, topk, argmax
+  const auto ramp = [] {  // row r: r, r + 1/1024, ... (distinct values)
+    const xt::xarray<float> v = xt::arange<float>(0.f, 1024.f * 1024.f) / 1024.f;
+    return mg::reshape(mg::tensor(v), {1024, 1024});
+  };
+  w.push_back({"rows/max_dim/1024x1024", [ramp] {
+                 auto x = std::make_shared<tensor>(ramp().requires_grad_());
+                 check(mg::max(*x, 1).indices.sum().item<double>() == 1023.0 * 1024, "max");
+                 return [x] {
+                   mg::max(*x, 1).values.sum().backward();
+                   x->set_grad({});
+                 };
+               }});
+  w.push_back({"rows/topk8/1024x1024", [ramp] {
+                 auto x = std::make_shared<tensor>(ramp().requires_grad_());
+                 check(mg::topk(*x, 8, 1).indices.sum().item<double>() == 1019.5 * 8 * 1024,
+                       "topk");
+                 return [x] {
+                   mg::topk(*x, 8, 1).values.sum().backward();
+                   x->set_grad({});
+                 };
+               }});
+  w.push_back({"rows/argmax/1024x1024", [ramp] {
+                 auto x = std::make_shared<tensor>(ramp());
+                 check(mg::argmax(*x, 1).sum().item<double>() == 1023.0 * 1024, "argmax");
+                 return [x] { benchmark::DoNotOptimize(mg::argmax(*x, 1)); };
+               }});
   for (const bool none : {false, true}) {  // gradients reset by grad().zero_() or set_grad({})
     w.push_back(
         {none ? "mlp_step_set_grad/64x784x128x10" : "mlp_step/64x784x128x10", [none] {

@@ -11,7 +11,9 @@
 // values each before they go into double packs (as Note [Blocked sums] does in the static
 // engine; 1.7x the speed of converting every value); a strided row in blocks of 1024 elements
 // with eight independent accumulators. A float32 sum of 3e7 elements is then within 1e-6 of its
-// float64 counterpart (a running float sum was 30% off there).
+// float64 counterpart (a running float sum was 30% off there). A sum of 65536 or more elements
+// into one value adds blocks of 32768 elements, each as above, and then the blocks' sums in
+// order, whatever the number of threads (Note [Intra-op parallelism] in parallel.hpp).
 #pragma once
 
 #include <algorithm>

@@ -55,6 +55,7 @@ std::vector<std::int64_t> top_positions(const T* x, const shape_t& shape, std::s
     if (i > d) inner *= shape[i];
   }
   std::vector<std::int64_t> out(static_cast<std::size_t>(outer * k * inner));
+  if (out.empty()) return out;
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   for (std::int64_t o = 0; o < outer; ++o) {
     for (std::int64_t in = 0; in < inner; ++in) {
@@ -67,11 +68,23 @@ std::vector<std::int64_t> top_positions(const T* x, const shape_t& shape, std::s
         dst[0] = best;
         continue;
       }
-      std::iota(order.begin(), order.end(), std::int64_t{0});
-      std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                        [&](std::int64_t a, std::int64_t b) {
-                          return ranks_before(s[a * inner], a, s[b * inner], b, p);
-                        });
+      const auto before = [&](std::int64_t a, std::int64_t b) {
+        return ranks_before(s[a * inner], a, s[b * inner], b, p);
+      };
+      if (k <= 32) {  // a sorted list of the k first so far; most elements fail one comparison
+        std::int64_t m = 0;
+        for (std::int64_t j = 0; j < n; ++j) {
+          if (m == k && !before(j, order[static_cast<std::size_t>(k - 1)])) continue;
+          std::int64_t at = m < k ? m++ : k - 1;
+          for (; at > 0 && before(j, order[static_cast<std::size_t>(at - 1)]); --at)
+            order[static_cast<std::size_t>(at)] = order[static_cast<std::size_t>(at - 1)];
+          order[static_cast<std::size_t>(at)] = j;
+        }
+      } else {
+        std::iota(order.begin(), order.end(), std::int64_t{0});
+        std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), before);
+        std::sort(order.begin(), order.begin() + k, before);
+      }
       for (std::int64_t r = 0; r < k; ++r) dst[r * inner] = order[static_cast<std::size_t>(r)];
     }
   }

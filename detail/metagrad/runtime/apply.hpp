@@ -266,6 +266,18 @@ inline tensor view_of(const tensor& t, shape_t shape, shape_t strides) {
   return tensor(std::move(v));
 }
 
+// The elements of a contiguous shape around dimension d: outer blocks of n slices of inner
+// elements each.
+struct slices_along {
+  std::int64_t outer = 1, n = 1, inner = 1;
+  slices_along(const shape_t& shape, std::size_t d) : n(shape[d]) {
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (i < d) outer *= shape[i];
+      if (i > d) inner *= shape[i];
+    }
+  }
+};
+
 // The array functions of the non-elementwise ops' forwards, on tensors (algebra.hpp): kernels
 // and views, never recorded.
 template <>
@@ -419,6 +431,20 @@ struct algebra_impl<tensor> {
     shape_t shape = xi.shape;
     shape[d] = static_cast<std::int64_t>(idx.size());
     tensor out(make_impl(shape, xi.dtype(), xi.device()));
+    if (xi.device() == device::cpu) {  // whole slices in one loop
+      const auto c = transfer_kernel(xi, device::cpu);  // contiguous
+      const slices_along at(xi.shape, d);
+      dispatch(xi.dtype(), [&]<class T>(std::type_identity<T>) {
+        const T* src = c->data<T>();
+        T* dst = out.impl()->data<T>();
+        for (std::int64_t o = 0; o < at.outer; ++o)
+          for (std::size_t k = 0; k < idx.size(); ++k)
+            std::copy_n(src + (o * at.n + idx[k]) * at.inner, at.inner,
+                        dst + (o * static_cast<std::int64_t>(idx.size()) +
+                               static_cast<std::int64_t>(k)) * at.inner);
+      });
+      return out;
+    }
     for (std::size_t k = 0; k < idx.size(); ++k)
       copy_into(*select(out, d, static_cast<std::int64_t>(k)).impl(), *select(x, d, idx[k]).impl());
     return out;
@@ -483,6 +509,27 @@ tensor algebra_impl<tensor>::index_add(const tensor& g, const shape_t& shape, st
   const auto& gi = *g.impl();
   tensor out(fill_kernel(shape, 0.0, gi.dtype(), gi.device()));
   if (shape.empty()) return clone(g);  // a 0-d input and one index 0 (index_select_op)
+  if (gi.device() == device::cpu) {  // whole slices in one loop
+    const auto c = transfer_kernel(gi, device::cpu);  // contiguous
+    const slices_along at(shape, d);
+    const auto m = static_cast<std::int64_t>(idx.size());
+    dispatch(gi.dtype(), [&]<class T>(std::type_identity<T>) {
+      const T* src = c->data<T>();
+      T* dst = lazy<I>(*out.impl()).template data<T>();
+      for (std::int64_t o = 0; o < at.outer; ++o)
+        for (std::int64_t k = 0; k < m; ++k) {
+          T* to = dst + (o * at.n + idx[static_cast<std::size_t>(k)]) * at.inner;
+          const T* from = src + (o * m + k) * at.inner;
+          for (std::int64_t i = 0; i < at.inner; ++i) {
+            if constexpr (std::is_same_v<T, bool>)
+              to[i] = to[i] || from[i];
+            else
+              to[i] += from[i];
+          }
+        }
+    });
+    return out;
+  }
   for (std::size_t k = 0; k < idx.size(); ++k) {
     const tensor dst = select(out, d, idx[k]), src = select(g, d, static_cast<std::int64_t>(k));
     const auto& di = lazy<I>(*dst.impl());

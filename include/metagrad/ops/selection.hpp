@@ -74,10 +74,16 @@ constexpr auto check_selectable() {
   return true;
 }
 
-// The position of the first extreme along dim of each slice, as argmax(x, dim) returns it.
+// Where the first extreme along dim of each slice is: x's shape, the dim, the positions, and
+// the shape of the result (keepdim or not).
+struct extreme_at {
+  shape_t shape;
+  std::size_t d;
+  std::vector<std::int64_t> positions;
+  shape_t out;
+};
 template <class X>
-auto extreme_indices(const X& x, std::int64_t dim, bool keepdim, pick p, const char* op) {
-  check_selectable<X>();
+extreme_at extreme_positions(const X& x, std::int64_t dim, bool keepdim, pick p, const char* op) {
   const shape_t s = shape_of(x);
   const std::size_t d = wrap_dim(dim, s.size(), op, s);
   if (!s.empty() && s[d] == 0)
@@ -91,7 +97,15 @@ auto extreme_indices(const X& x, std::int64_t dim, bool keepdim, pick p, const c
     else
       out.erase(out.begin() + static_cast<std::ptrdiff_t>(d));
   }
-  return indices_like(x, positions_of(x, s, d, 1, p), out);
+  return {s, d, positions_of(x, s, d, 1, p), std::move(out)};
+}
+
+// The position of the first extreme along dim of each slice, as argmax(x, dim) returns it.
+template <class X>
+auto extreme_indices(const X& x, std::int64_t dim, bool keepdim, pick p, const char* op) {
+  check_selectable<X>();
+  const extreme_at e = extreme_positions(x, dim, keepdim, p, op);
+  return indices_like(x, e.positions, e.out);
 }
 
 // The flat index of the first extreme of all elements, 0-d.
@@ -131,24 +145,6 @@ auto argmin(const X& x, std::int64_t dim, bool keepdim = false) {
   return detail::extreme_indices(x, dim, keepdim, detail::pick::smallest, "argmin");
 }
 
-/// The largest element of each slice along `dim` and its index: {values, indices}. The
-/// gradient of the values goes to the element the index names (torch's max(dim)).
-template <class X>
-requires detail::Operands<X>
-auto max(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
-  detail::check_selectable<X>();
-  auto i = detail::extreme_indices(x, dim, keepdim, detail::pick::largest, "max");
-  return values_and_indices{detail::call_at(site, max_op{{false, dim, keepdim}}, x), std::move(i)};
-}
-/// The smallest element of each slice along `dim` and its index: {values, indices}.
-template <class X>
-requires detail::Operands<X>
-auto min(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
-  detail::check_selectable<X>();
-  auto i = detail::extreme_indices(x, dim, keepdim, detail::pick::smallest, "min");
-  return values_and_indices{detail::call_at(site, min_op{{false, dim, keepdim}}, x), std::move(i)};
-}
-
 /// The elements at the flat indices `flat` of x, in a result of shape `shape`: topk's values.
 /// Its gradient adds g back at those indices.
 struct topk_op {
@@ -167,6 +163,42 @@ struct topk_op {
         detail::call(index_add_op{{detail::numel_of(xs)}, 0, flat}, mg::reshape(g, {-1})), xs);
   }
 };
+/// The values of max and min along a dim: the elements their indices name, taken as topk takes
+/// them (so the node saves the indices only, as torch's).
+struct max_dim_op : topk_op {
+  static constexpr const char* name = "max";
+};
+struct min_dim_op : topk_op {
+  static constexpr const char* name = "min";
+};
+
+namespace detail {
+template <class Op, class X>
+auto extreme_along(const X& x, std::int64_t dim, bool keepdim, pick p, const char* op,
+                   call_site site) {
+  check_selectable<X>();
+  const site_scope_for<X> here(site);
+  extreme_at e = extreme_positions(x, dim, keepdim, p, op);
+  auto i = indices_like(x, e.positions, e.out);
+  auto flat = flat_indices(e.positions, e.shape, e.d, 1);
+  return values_and_indices{call_at(site, Op{{std::move(flat), std::move(e.out)}}, x),
+                            std::move(i)};
+}
+}  // namespace detail
+
+/// The largest element of each slice along `dim` and its index: {values, indices}. The
+/// gradient of the values goes to the element the index names (torch's max(dim)).
+template <class X>
+requires detail::Operands<X>
+auto max(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
+  return detail::extreme_along<max_dim_op>(x, dim, keepdim, detail::pick::largest, "max", site);
+}
+/// The smallest element of each slice along `dim` and its index: {values, indices}.
+template <class X>
+requires detail::Operands<X>
+auto min(const X& x, std::int64_t dim, bool keepdim = false, call_site site = {}) {
+  return detail::extreme_along<min_dim_op>(x, dim, keepdim, detail::pick::smallest, "min", site);
+}
 
 /// The k largest elements of each slice along `dim` (or the k smallest, largest = false), in
 /// order, with their indices: {values, indices}, each of x's shape with extent k along dim.
@@ -193,6 +225,6 @@ auto topk(const X& x, std::int64_t k, std::int64_t dim = -1, bool largest = true
       detail::call_at(site, topk_op{detail::flat_indices(at, s, d, k), out}, x), std::move(i)};
 }
 
-using selection_ops = op_list<topk_op>;
+using selection_ops = op_list<topk_op, max_dim_op, min_dim_op>;
 
 }  // namespace mg
