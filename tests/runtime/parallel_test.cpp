@@ -113,3 +113,21 @@ TEST(Parallel, ConcurrentCallersGetTheirOwnResults) {
   for (auto& c : callers) c.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(sums[static_cast<std::size_t>(t)], 800000.0 * (t + 1));
 }
+
+// Fills of every size: zeros by memset, and -0.0 keeps its sign bit.
+TEST(Parallel, FillsWriteEveryElement) {
+  const threads_scope scope;
+  for (const int n : {1, 2}) {
+    mg::set_num_threads(n);
+    for (const std::int64_t count : {1000, 200000}) {
+      tensor t = mg::ones({count}, {.dtype = mg::f64});
+      t.zero_();
+      EXPECT_EQ(mg::sum(mg::abs(t)).item<double>(), 0.0);
+      t.fill_(-0.0);
+      const auto a = t.to_xtensor<double>();
+      EXPECT_TRUE(std::signbit(a(0)) && std::signbit(a(count - 1))) << count;
+      t.fill_(1.5);
+      EXPECT_EQ(mg::sum(t).item<double>(), 1.5 * static_cast<double>(count));
+    }
+  }
+}

@@ -14,7 +14,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -56,36 +55,49 @@ std::vector<std::int64_t> top_positions(const T* x, const shape_t& shape, std::s
   }
   std::vector<std::int64_t> out(static_cast<std::size_t>(outer * k * inner));
   if (out.empty()) return out;
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  struct entry {
+    T v;
+    std::int64_t i;
+  };
+  std::vector<entry> row(static_cast<std::size_t>(n));
   for (std::int64_t o = 0; o < outer; ++o) {
     for (std::int64_t in = 0; in < inner; ++in) {
       const T* s = x + o * n * inner + in;  // element j of this slice is s[j * inner]
       std::int64_t* dst = out.data() + o * k * inner + in;
-      if (k == 1) {
-        std::int64_t best = 0;
-        for (std::int64_t j = 1; j < n; ++j)
-          if (ranks_before(s[j * inner], j, s[best * inner], best, p)) best = j;
-        dst[0] = best;
+      if (k == 1) {  // one pass: the first NaN decides at once, else the first extreme
+        std::int64_t best = -1;
+        for (std::int64_t j = 0; j < n; ++j) {
+          const T v = s[j * inner];
+          if constexpr (std::is_floating_point_v<T>) {
+            if (std::isnan(v)) {
+              if (p == pick::bottom) continue;
+              best = j;
+              break;
+            }
+          }
+          if (best < 0 || (p == pick::largest ? v > s[best * inner] : v < s[best * inner]))
+            best = j;
+        }
+        dst[0] = best < 0 ? 0 : best;  // every element NaN, ranked last: the first
         continue;
       }
-      const auto before = [&](std::int64_t a, std::int64_t b) {
-        return ranks_before(s[a * inner], a, s[b * inner], b, p);
-      };
-      if (k <= 32) {  // a sorted list of the k first so far; most elements fail one comparison
-        std::int64_t m = 0;
-        for (std::int64_t j = 0; j < n; ++j) {
-          if (m == k && !before(j, order[static_cast<std::size_t>(k - 1)])) continue;
-          std::int64_t at = m < k ? m++ : k - 1;
-          for (; at > 0 && before(j, order[static_cast<std::size_t>(at - 1)]); --at)
-            order[static_cast<std::size_t>(at)] = order[static_cast<std::size_t>(at - 1)];
-          order[static_cast<std::size_t>(at)] = j;
-        }
-      } else {
-        std::iota(order.begin(), order.end(), std::int64_t{0});
-        std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), before);
-        std::sort(order.begin(), order.begin() + k, before);
+      bool nan = false;
+      for (std::int64_t j = 0; j < n; ++j) {
+        row[static_cast<std::size_t>(j)] = {s[j * inner], j};
+        if constexpr (std::is_floating_point_v<T>) nan = nan || std::isnan(s[j * inner]);
       }
-      for (std::int64_t r = 0; r < k; ++r) dst[r * inner] = order[static_cast<std::size_t>(r)];
+      const auto pick_k = [&](auto before) {
+        std::nth_element(row.begin(), row.begin() + (k - 1), row.end(), before);
+        std::sort(row.begin(), row.begin() + k, before);
+        for (std::int64_t r = 0; r < k; ++r) dst[r * inner] = row[static_cast<std::size_t>(r)].i;
+      };
+      using E = const entry&;
+      if (nan)
+        pick_k([p](E a, E b) { return ranks_before(a.v, a.i, b.v, b.i, p); });
+      else if (p == pick::largest)  // no NaN: plain comparisons
+        pick_k([](E a, E b) { return a.v > b.v || (a.v == b.v && a.i < b.i); });
+      else
+        pick_k([](E a, E b) { return a.v < b.v || (a.v == b.v && a.i < b.i); });
     }
   }
   return out;
