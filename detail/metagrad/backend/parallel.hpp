@@ -79,9 +79,15 @@ class thread_pool {
     std::unique_lock lock(mutex_);
     start_workers();
     job_ = {fn, ctx, chunks};
-    ++generation_;
-    work_.notify_all();
+    finished_.store(false, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+    if (sleepers_ > 0) work_.notify_all();
     take_part(lock);
+    if (!finished_.load(std::memory_order_relaxed)) {  // the workers' chunks: spin, then sleep
+      lock.unlock();
+      spin([&] { return finished_.load(std::memory_order_acquire); });
+      lock.lock();
+    }
     done_.wait(lock, [&] { return job_.done == job_.chunks && job_.active == 0; });
     const std::exception_ptr error = job_.error;
     job_ = {};
@@ -118,16 +124,36 @@ class thread_pool {
       if (error && !job_.error) job_.error = error;
       ++job_.done;
     }
-    if (--job_.active == 0 && job_.done == job_.chunks) done_.notify_all();
+    if (--job_.active == 0 && job_.done == job_.chunks) {
+      finished_.store(true, std::memory_order_release);
+      done_.notify_all();
+    }
+  }
+
+  // Note [Intra-op parallelism]: a sleeping thread takes tens of microseconds to wake, as long as
+  // a kernel over 1e5 elements; so a worker spins about 50 microseconds for the next job, and the
+  // caller for the last chunk, before either sleeps on its condition variable.
+  template <class Ready>
+  static void spin(const Ready& ready) {
+    for (int i = 0; i < 2000 && !ready(); ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#else
+      std::this_thread::yield();
+#endif
+    }
   }
 
   void worker() {
-    std::unique_lock lock(mutex_);
-    std::uint64_t seen = generation_;
+    std::uint64_t seen = generation_.load(std::memory_order_acquire);
     for (;;) {
-      work_.wait(lock, [&] { return stop_ || (generation_ != seen && job_.fn); });
+      spin([&] { return generation_.load(std::memory_order_acquire) != seen; });
+      std::unique_lock lock(mutex_);
+      ++sleepers_;
+      work_.wait(lock, [&] { return stop_ || (generation_.load() != seen && job_.fn); });
+      --sleepers_;
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load();
       take_part(lock);
     }
   }
@@ -142,6 +168,7 @@ class thread_pool {
     {
       const std::lock_guard lock(mutex_);
       stop_ = true;
+      generation_.fetch_add(1, std::memory_order_release);  // ends the workers' spins
       workers.swap(workers_);
     }
     work_.notify_all();
@@ -164,7 +191,9 @@ class thread_pool {
   std::condition_variable work_, done_;
   std::vector<std::thread> workers_;
   job job_{};
-  std::uint64_t generation_ = 0;
+  std::atomic<std::uint64_t> generation_{0};  // written under mutex_, read while spinning
+  std::atomic<bool> finished_{false};         // the current job's last chunk is done
+  int sleepers_ = 0;                          // workers waiting on work_
   std::atomic<int> threads_{default_threads()};
   bool stop_ = false;
   static inline thread_local bool in_chunk_ = false;
