@@ -12,7 +12,7 @@ int main() {
   auto x = mg::randn({2, 5, 4}, {.dtype = mg::f64});
   auto targets = mg::tensor({2, 0});  // integers give i64
 
-  auto h = mg::matmul(x, w);    // [2,5,4] x [4,3] -> [2,5,3]: batches broadcast
+  auto h = mg::matmul(x, w);          // [2,5,4] x [4,3] -> [2,5,3]: batches broadcast
   auto [pooled, at] = mg::max(h, 1);  // [2,3] values and their i64 indices along dim 1
   auto logits = mg::cat({pooled, h[0].slice(0, 0, 1)}, 0).reshape({-1, 3});  // views, then a copy
   logits.mul_(0.5);  // in place: recorded, version counter bumped

@@ -18,9 +18,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -200,24 +200,26 @@ void cpu_forward_typed(const Op& op, const nd_space& s, const nd_operand& out,
   std::int64_t st[N];
   for (std::size_t k = 0; k < N; ++k) st[k] = inner_stride(s, in[k]);
   const std::int64_t so = inner_stride(s, out);
-  parallel_for_each_row(s, ops, 1u, [&](const std::array<std::int64_t, N + 1>& off, std::int64_t n) {
-    std::int64_t i = 0;
-    if constexpr (vectorized_v<Op, T>) {
-      bool packed = so == 1;
-      for (std::size_t k = 0; k < N; ++k) packed = packed && (st[k] == 0 || st[k] == 1);
-      if (packed) {
-        const T* p[N];
-        for (std::size_t k = 0; k < N; ++k) p[k] = static_cast<const T*>(in[k].data) + off[k + 1];
-        i = forward_packs(op, static_cast<T*>(out.data) + off[0], p, st, n,
-                          std::make_index_sequence<N>{});
-      }
-    }
-    std::int64_t o[N];
-    for (; i < n; ++i) {
-      for (std::size_t k = 0; k < N; ++k) o[k] = off[k + 1] + i * st[k];
-      forward_element<Op, T>(op, out, off[0] + i * so, in, o, std::make_index_sequence<N>{});
-    }
-  });
+  parallel_for_each_row(
+      s, ops, 1u, [&](const std::array<std::int64_t, N + 1>& off, std::int64_t n) {
+        std::int64_t i = 0;
+        if constexpr (vectorized_v<Op, T>) {
+          bool packed = so == 1;
+          for (std::size_t k = 0; k < N; ++k) packed = packed && (st[k] == 0 || st[k] == 1);
+          if (packed) {
+            const T* p[N];
+            for (std::size_t k = 0; k < N; ++k)
+              p[k] = static_cast<const T*>(in[k].data) + off[k + 1];
+            i = forward_packs(op, static_cast<T*>(out.data) + off[0], p, st, n,
+                              std::make_index_sequence<N>{});
+          }
+        }
+        std::int64_t o[N];
+        for (; i < n; ++i) {
+          for (std::size_t k = 0; k < N; ++k) o[k] = off[k + 1] + i * st[k];
+          forward_element<Op, T>(op, out, off[0] + i * so, in, o, std::make_index_sequence<N>{});
+        }
+      });
   (void)sizeof(R);
 }
 
@@ -236,35 +238,37 @@ void cpu_backward_typed(const Op& op, const nd_space& s, const nd_operand* in, c
   unsigned written = 0;  // the gradients
   for (std::size_t k = 0; k < N; ++k)
     if (grads[k].data) written |= 1u << (N + 2 + k);
-  parallel_for_each_row(s, ops, written, [&](const std::array<std::int64_t, K>& off, std::int64_t n) {
-    std::int64_t i = 0;
-    if constexpr (vectorized_v<Op, T>) {
-      bool packed = true;
-      for (std::size_t k = 0; k < N + 2; ++k) packed = packed && (st[k] == 0 || st[k] == 1);
-      for (std::size_t k = 0; k < N; ++k) packed = packed && (!grads[k].data || st[N + 2 + k] == 1);
-      if (packed) {
-        const T* p[N];
-        T* gp[N];
-        for (std::size_t k = 0; k < N; ++k) {
-          p[k] = in[k].data ? static_cast<const T*>(in[k].data) + off[k] : nullptr;
-          gp[k] = grads[k].data ? static_cast<T*>(grads[k].data) + off[N + 2 + k] : nullptr;
+  parallel_for_each_row(
+      s, ops, written, [&](const std::array<std::int64_t, K>& off, std::int64_t n) {
+        std::int64_t i = 0;
+        if constexpr (vectorized_v<Op, T>) {
+          bool packed = true;
+          for (std::size_t k = 0; k < N + 2; ++k) packed = packed && (st[k] == 0 || st[k] == 1);
+          for (std::size_t k = 0; k < N; ++k)
+            packed = packed && (!grads[k].data || st[N + 2 + k] == 1);
+          if (packed) {
+            const T* p[N];
+            T* gp[N];
+            for (std::size_t k = 0; k < N; ++k) {
+              p[k] = in[k].data ? static_cast<const T*>(in[k].data) + off[k] : nullptr;
+              gp[k] = grads[k].data ? static_cast<T*>(grads[k].data) + off[N + 2 + k] : nullptr;
+            }
+            const T* py = y.data ? static_cast<const T*>(y.data) + off[N] : nullptr;
+            i = backward_packs(op, p, st, py, st[N], static_cast<const T*>(g.data) + off[N + 1],
+                               st[N + 1], gp, n, std::make_index_sequence<N>{});
+          }
         }
-        const T* py = y.data ? static_cast<const T*>(y.data) + off[N] : nullptr;
-        i = backward_packs(op, p, st, py, st[N], static_cast<const T*>(g.data) + off[N + 1],
-                           st[N + 1], gp, n, std::make_index_sequence<N>{});
-      }
-    }
-    std::int64_t o[N], go[N];
-    for (; i < n; ++i) {
-      for (std::size_t k = 0; k < N; ++k) {
-        o[k] = off[k] + i * st[k];
-        go[k] = off[N + 2 + k] + i * st[N + 2 + k];
-      }
-      const T gv = static_cast<const T*>(g.data)[off[N + 1] + i * st[N + 1]];
-      backward_element<Op, T>(op, in, o, y, off[N] + i * st[N], gv, grads, go,
-                              std::make_index_sequence<N>{});
-    }
-  });
+        std::int64_t o[N], go[N];
+        for (; i < n; ++i) {
+          for (std::size_t k = 0; k < N; ++k) {
+            o[k] = off[k] + i * st[k];
+            go[k] = off[N + 2 + k] + i * st[N + 2 + k];
+          }
+          const T gv = static_cast<const T*>(g.data)[off[N + 1] + i * st[N + 1]];
+          backward_element<Op, T>(op, in, o, y, off[N] + i * st[N], gv, grads, go,
+                                  std::make_index_sequence<N>{});
+        }
+      });
 }
 
 template <class Op>
@@ -330,15 +334,17 @@ inline void cpu_copy(const nd_space& s, dtype out_t, const nd_operand& out, dtyp
       const I* x = static_cast<const I*>(in.data);
       const std::int64_t so = inner_stride(s, out), si = inner_stride(s, in);
       const std::array<const nd_operand*, 2> ops{&out, &in};
-      parallel_for_each_row(s, ops, 1u, [&](const std::array<std::int64_t, 2>& off, std::int64_t n) {
-        O* oo = o + off[0];
-        const I* xx = x + off[1];
-        if (so == 1 && si == 1) {
-          for (std::int64_t i = 0; i < n; ++i) oo[i] = static_cast<O>(xx[i]);
-        } else {
-          for (std::int64_t i = 0; i < n; ++i) oo[i * so] = static_cast<O>(xx[i * si]);
-        }
-      });
+      parallel_for_each_row(s, ops, 1u,
+                            [&](const std::array<std::int64_t, 2>& off, std::int64_t n) {
+                              O* oo = o + off[0];
+                              const I* xx = x + off[1];
+                              if (so == 1 && si == 1) {
+                                for (std::int64_t i = 0; i < n; ++i) oo[i] = static_cast<O>(xx[i]);
+                              } else {
+                                for (std::int64_t i = 0; i < n; ++i)
+                                  oo[i * so] = static_cast<O>(xx[i * si]);
+                              }
+                            });
     });
   });
 }
@@ -535,8 +541,7 @@ void cpu_reduce(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t r
       const T* p = static_cast<const T*>(x.data);
       const std::array<const nd_operand*, 2> ops{&o, &x};
       // the rows of `sub` into the accumulators at `a0`
-      const auto rows = [&](const nd_space& sub, const std::array<std::int64_t, 2>& start,
-                            A* a0) {
+      const auto rows = [&](const nd_space& sub, const std::array<std::int64_t, 2>& start, A* a0) {
         for_each_row(
             sub, ops,
             [&](const std::array<std::int64_t, 2>& off, std::int64_t n) {

@@ -106,8 +106,7 @@ std::vector<std::int64_t> top_positions(const T* x, const shape_t& shape, std::s
 /// The flat (row-major) indices into x of the elements whose positions along d `top_positions`
 /// gave, for x of `shape`.
 inline std::vector<std::int64_t> flat_indices(const std::vector<std::int64_t>& positions,
-                                              const shape_t& shape, std::size_t d,
-                                              std::int64_t k) {
+                                              const shape_t& shape, std::size_t d, std::int64_t k) {
   std::int64_t inner = 1;
   const std::int64_t n = shape.empty() ? 1 : shape[d];
   for (std::size_t i = d + 1; i < shape.size(); ++i) inner *= shape[i];

@@ -431,7 +431,7 @@ struct algebra_impl<tensor> {
     shape_t shape = xi.shape;
     shape[d] = static_cast<std::int64_t>(idx.size());
     tensor out(make_impl(shape, xi.dtype(), xi.device()));
-    if (xi.device() == device::cpu) {  // whole slices in one loop
+    if (xi.device() == device::cpu) {                   // whole slices in one loop
       const auto c = transfer_kernel(xi, device::cpu);  // contiguous
       const slices_along at(xi.shape, d);
       dispatch(xi.dtype(), [&]<class T>(std::type_identity<T>) {
@@ -439,9 +439,10 @@ struct algebra_impl<tensor> {
         T* dst = out.impl()->data<T>();
         for (std::int64_t o = 0; o < at.outer; ++o)
           for (std::size_t k = 0; k < idx.size(); ++k)
-            std::copy_n(src + (o * at.n + idx[k]) * at.inner, at.inner,
-                        dst + (o * static_cast<std::int64_t>(idx.size()) +
-                               static_cast<std::int64_t>(k)) * at.inner);
+            std::copy_n(
+                src + (o * at.n + idx[k]) * at.inner, at.inner,
+                dst + (o * static_cast<std::int64_t>(idx.size()) + static_cast<std::int64_t>(k)) *
+                          at.inner);
       });
       return out;
     }
@@ -509,7 +510,7 @@ tensor algebra_impl<tensor>::index_add(const tensor& g, const shape_t& shape, st
   const auto& gi = *g.impl();
   tensor out(fill_kernel(shape, 0.0, gi.dtype(), gi.device()));
   if (shape.empty()) return clone(g);  // a 0-d input and one index 0 (index_select_op)
-  if (gi.device() == device::cpu) {  // whole slices in one loop
+  if (gi.device() == device::cpu) {    // whole slices in one loop
     const auto c = transfer_kernel(gi, device::cpu);  // contiguous
     const slices_along at(shape, d);
     const auto m = static_cast<std::int64_t>(idx.size());

@@ -126,9 +126,9 @@ MG_INSTANCE tensor_list split<0>(const tensor&, std::int64_t, std::int64_t, call
 MG_INSTANCE tensor_list split<0>(const tensor&, const instance_dims&, std::int64_t, call_site);
 MG_INSTANCE tensor index_select<0>(const tensor&, std::int64_t, const tensor&, call_site);
 MG_INSTANCE tensor cross_entropy<0>(const tensor&, const tensor&, call_site);
-MG_INSTANCE std::vector<std::int64_t> detail::tensor_top_positions<0>(const tensor&,
-                                                                     const shape_t&, std::size_t,
-                                                                     std::int64_t, detail::pick);
+MG_INSTANCE std::vector<std::int64_t> detail::tensor_top_positions<0>(const tensor&, const shape_t&,
+                                                                      std::size_t, std::int64_t,
+                                                                      detail::pick);
 MG_INSTANCE tensor detail::index_tensor<0>(const std::vector<std::int64_t>&, const shape_t&,
                                            const tensor&);
 MG_INSTANCE std::ostream& operator<< <0>(std::ostream&, const tensor&);
