@@ -40,22 +40,33 @@ long status_kb(const char* key) {
   return -1;
 }
 
-enum class op { mul, sin, mul_tensor };
+enum class op { mul, sin, mul_tensor, sin_add };
 
 op parse_op(std::string_view s) {
-  return s == "sin" ? op::sin : s == "mul_tensor" ? op::mul_tensor : op::mul;
+  return s == "sin"          ? op::sin
+         : s == "mul_tensor" ? op::mul_tensor
+         : s == "sin_add"    ? op::sin_add
+                             : op::mul;
 }
 const char* op_name(op o) {
-  return o == op::sin ? "sin" : o == op::mul_tensor ? "mul_tensor" : "mul";
+  return o == op::sin          ? "sin"
+         : o == op::mul_tensor ? "mul_tensor"
+         : o == op::sin_add    ? "sin_add"
+                               : "mul";
 }
+// The nodes one step records.
+long nodes_per_step(op o) { return o == op::sin_add ? 2 : 1; }
 
-// y = y * 1.0000001 (a number operand), y = sin(y), or y = y * w (w a 0-d tensor without grad).
+// y = y * 1.0000001 (a number operand), y = sin(y), y = y * w (w a 0-d tensor without grad), or
+// y = sin(y) + 0.5 (two nodes).
 mg::tensor step(op o, const mg::tensor& y, const mg::tensor& w) {
   switch (o) {
     case op::sin:
       return mg::sin(y);
     case op::mul_tensor:
       return y * w;
+    case op::sin_add:
+      return mg::sin(y) + 0.5;
     default:
       return y * factor;
   }
@@ -65,13 +76,14 @@ struct chain_times {
   double forward = 0, backward = 0, free = 0, grad = 0;
 };
 
+// A chain of n recorded nodes.
 chain_times run_chain(op o, long n) {
   chain_times t;
   const mg::tensor x = mg::tensor(0.5, mg::f64).requires_grad_();
   const mg::tensor w(factor, mg::f64);
   const auto t0 = clock_type::now();
   mg::tensor y = x;
-  for (long i = 0; i < n; ++i) y = step(o, y, w);
+  for (long i = 0; i < n / nodes_per_step(o); ++i) y = step(o, y, w);
   const auto t1 = clock_type::now();
   y.backward();
   const auto t2 = clock_type::now();
@@ -118,6 +130,7 @@ void BM_chain_1e6(benchmark::State& state, op o) {
 void BM_chain_mul_1e6(benchmark::State& state) { BM_chain_1e6(state, op::mul); }
 void BM_chain_sin_1e6(benchmark::State& state) { BM_chain_1e6(state, op::sin); }
 void BM_chain_mul_tensor_1e6(benchmark::State& state) { BM_chain_1e6(state, op::mul_tensor); }
+void BM_chain_sin_add_1e6(benchmark::State& state) { BM_chain_1e6(state, op::sin_add); }
 
 // The floor: y *= c with the tape of multipliers, then the reverse pass g *= c.
 void BM_chain_mul_1e6_hand_written(benchmark::State& state) {
@@ -186,6 +199,11 @@ BENCHMARK(BM_chain_mul_tensor_1e6)
     ->Iterations(1)
     ->Repetitions(3)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_chain_sin_add_1e6)
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Repetitions(3)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_chain_mul_1e6_hand_written)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_per_op_mul)->Repetitions(5)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_per_op_mul_tensor)->Repetitions(5)->Unit(benchmark::kMicrosecond);
@@ -195,7 +213,7 @@ BENCHMARK(BM_per_op_sin_hand_written)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
-// `bench_runtime_chain --peak-rss mul|sin|mul_tensor N` runs one chain of N ops (forward,
+// `bench_runtime_chain --peak-rss mul|sin|mul_tensor|sin_add N` runs one chain of N nodes (forward,
 // backward, free) and prints the peak RSS of the whole program in MiB; `--chain OP N` prints the
 // phases' times too (and runs under callgrind or massif without Google Benchmark).
 int main(int argc, char** argv) {

@@ -215,7 +215,7 @@ struct function_access {
         g[k] = tensor(std::move(grads[k]));
       } else if (ctx.materialize_) {
         const tensor_meta& m = n.meta[k];
-        g[k] = zeros(m.shape, {.dtype = m.dtype, .device = m.device});
+        g[k] = zeros(m.shape(), {.dtype = m.dtype, .device = m.device});
       }
     }
     tensor_list gs;

@@ -53,13 +53,18 @@ struct graph_dot_access {
       default:
         break;
     }
-    const auto* t = static_cast<const tensor_impl*>(v.payload_.get());
-    if (!t) return "freed";
+    if (!v.payload_) return "freed";
     const char* what = v.kind_ == k::shape    ? " (shape only)"
                        : v.kind_ == k::leaf   ? " (leaf)"
                        : v.kind_ == k::output ? " (output)"
                                               : " (input)";
-    return meta(*t) + what;
+    if (v.kind_ == k::leaf) return meta(*static_cast<const tensor_impl*>(v.payload_.get())) + what;
+    if (v.bare_)  // a 0-d value: its storage
+      return std::string(dtype_name(static_cast<const storage*>(v.payload_.get())->dtype)) +
+             prof::shape_text(shape_t{}) + what;
+    const auto& w = *static_cast<const saved_variable::view*>(v.payload_.get());
+    return std::string(dtype_name(w.store->dtype)) +
+           prof::shape_text(shape_t(w.shape().begin(), w.shape().end())) + what;
   }
 };
 
@@ -139,7 +144,7 @@ std::string to_dot(const tensor_list& outputs, const dot_options& options = {}) 
     std::string shapes;
     for (const auto& m : n->outputs()) {
       shapes += shapes.empty() ? "" : ", ";
-      shapes += std::string(detail::dtype_name(m.dtype)) + detail::prof::shape_text(m.shape);
+      shapes += std::string(detail::dtype_name(m.dtype)) + detail::prof::shape_text(m.shape());
       if (m.device != device::cpu) shapes += std::string(" ") + detail::device_name(m.device);
     }
     lines.push_back(leaf ? shapes : "-> " + shapes);

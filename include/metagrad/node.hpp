@@ -4,6 +4,7 @@
 // owns what). Hooks are registered on a node through <metagrad/tensor.hpp>.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -19,13 +20,70 @@ namespace mg {
 
 namespace detail {
 // What a node knows of each of its forward outputs: the gradients it receives must match.
-struct tensor_meta {
-  shape_t shape;
+// 16 bytes (a node holds one per output): a shape of rank 0 or 1 is kept inline, a longer one
+// in an array of its own.
+class tensor_meta {
+  std::int64_t word_ = 0;  // rank 1: the extent; longer: the address of the extents
+  std::uint32_t rank_ = 0;
+
+ public:
   mg::dtype dtype = mg::dtype::f32;
   mg::device device = mg::device::cpu;
+
+  tensor_meta() = default;
+  tensor_meta(const shape_t& s, mg::dtype d, mg::device dev) : dtype(d), device(dev) { assign(s); }
+  tensor_meta(const tensor_meta& o) : dtype(o.dtype), device(o.device) { assign(o.dims()); }
+  tensor_meta(tensor_meta&& o) noexcept { swap(o); }
+  tensor_meta& operator=(tensor_meta o) noexcept {
+    swap(o);
+    return *this;
+  }
+  ~tensor_meta() {
+    if (rank_ > 1) delete[] many();
+  }
+
+  std::span<const std::int64_t> dims() const { return {rank_ > 1 ? many() : &word_, rank_}; }
+  shape_t shape() const {
+    const auto d = dims();
+    return {d.begin(), d.end()};
+  }
+  bool same_shape(std::span<const std::int64_t> s) const {
+    const auto d = dims();
+    return std::equal(d.begin(), d.end(), s.begin(), s.end());
+  }
+
+ private:
+  template <class S>
+  void assign(const S& s) {
+    rank_ = static_cast<std::uint32_t>(s.size());
+    if (rank_ > 1) {
+      auto* p = new std::int64_t[rank_];
+      std::copy(s.begin(), s.end(), p);
+      word_ = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(p));
+    } else if (rank_ == 1) {
+      word_ = s[0];
+    }
+  }
+  std::int64_t* many() const {
+    return reinterpret_cast<std::int64_t*>(static_cast<std::uintptr_t>(word_));
+  }
+  void swap(tensor_meta& o) noexcept {
+    std::swap(dtype, o.dtype);
+    std::swap(device, o.device);
+    std::swap(rank_, o.rank_);
+    std::swap(word_, o.word_);
+  }
 };
+static_assert(sizeof(void*) != 8 || sizeof(tensor_meta) == 16);
 
 class saved_variable;  // runtime/saved.hpp
+
+// A node's state in the graph task that runs it (Note [Task state] in runtime/engine.hpp).
+struct task_state {
+  std::uint32_t deps = 0;
+  std::uint32_t flags : 5 = 0;
+  std::uint32_t buffer : 27 = 0;  // 1 + the index of the node's input buffer; 0: none
+};
 
 // Sequence numbers order the nodes as torch's do: a node recorded later runs first among the
 // ready ones (thread-local counters, as torch's).
@@ -155,6 +213,9 @@ struct node {
   std::uint64_t sequence_nr = detail::next_sequence_nr();
   std::shared_ptr<detail::hook_set> hooks;  // created by the first hook registered on the node
   detail::source_location site{};           // the forward call that recorded it (Note [Call sites])
+  // The engine's: the graph task whose state `task` holds (Note [Task state])
+  mutable std::uint64_t task_id = 0;
+  mutable detail::task_state task{};
 };
 
 }  // namespace autograd

@@ -322,6 +322,23 @@ TEST(Hooks, ReentrantBackwardFromAHook) {
   EXPECT_DOUBLE_EQ(x.grad().item<double>(), 4.0);
 }
 
+// A backward inside a hook that runs through nodes the outer backward has reached and not yet
+// run: each task keeps its own state for them (Note [Task state]).
+TEST(Hooks, ReentrantBackwardThroughTheOuterGraph) {
+  tensor x = leaf({2.});
+  tensor h = x * x;
+  tensor y = h * 3.0;
+  double inner = 0;
+  y.register_hook([&](const tensor& g) {
+    mg::enable_grad_guard on;
+    inner = mg::autograd::grad({h.sum()}, {x}, {}, {.retain_graph = true})[0].item<double>();
+    return g;
+  });
+  y.sum().backward();
+  EXPECT_DOUBLE_EQ(inner, 4.0);                     // d(x^2)/dx at 2
+  EXPECT_DOUBLE_EQ(x.grad().item<double>(), 12.0);  // d(3 x^2)/dx at 2
+}
+
 // ---- what torch.autograd's own tests check (test_autograd.py, named in each comment) ----------
 
 // test_hooks (the log of hook kinds): backward(inputs = {b}) with b a non-leaf runs b's tensor

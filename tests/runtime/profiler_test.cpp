@@ -856,6 +856,18 @@ TEST(GraphDot, SmallGraphNodesEdgesShapesAndSavedTensors) {
   EXPECT_EQ(occurrences(after, "(shape only)"), 1u) << after;  // shapes are kept
 }
 
+// 0-d saved values: an input kept as its storage alone, an output, a view at an offset.
+TEST(GraphDot, ZeroDSavedValues) {
+  tensor x = leaf({1., 2.});
+  tensor h = x * 3.0;
+  tensor y = mg::sin(h.select(0, 1)) + mg::exp(h.sum());
+  const std::string dot = mg::autograd::to_dot({y});
+  EXPECT_EQ(occurrences(dot, "saved: f64[] (input)"), 1u) << dot;   // sin's, a view at offset 1
+  EXPECT_EQ(occurrences(dot, "saved: f64[] (output)"), 1u) << dot;  // exp's
+  tensor z = mg::sin(h.sum());
+  EXPECT_EQ(occurrences(mg::autograd::to_dot({z}), "saved: f64[] (input)"), 1u);  // storage alone
+}
+
 TEST(GraphDot, SharedNodesOnceAndSeveralOutputs) {
   tensor x = leaf({1., 2.});
   tensor s = mg::sin(x);

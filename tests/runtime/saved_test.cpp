@@ -1,6 +1,7 @@
 // What the graph saves: only what the wanted gradients read, saved-tensor hooks (the examples of
 // the torch.autograd.graph docs), allow_mutation_on_saved_tensors, increment_version; grad and
 // inference modes.
+#include <array>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -384,6 +385,33 @@ TEST(Saved, InputDetachedInPlaceAfterSavingIsAnError) {
   c.detach_();
   d.backward();
   EXPECT_DOUBLE_EQ(x.grad().item<double>(), std::exp(1.0));
+}
+
+// A 0-d input saved as its storage alone, its history read from the node's edge (Note [Saved
+// tensors]): first and second derivatives through a chain, a version error after an in-place
+// write, and a 0-d view at an offset (saved with its fields).
+TEST(Saved, ZeroDInputsKeepTheirHistoryThroughTheEdge) {
+  const double v = 0.7;
+  tensor x = mg::tensor(v, mg::f64).requires_grad_();
+  tensor y = mg::sin(mg::sin(x) + 0.5);  // sin saves sin(x) + 0.5, a 0-d non-leaf
+  auto [g] = std::array<tensor, 1>{mg::autograd::grad({y}, {x}, {}, {.create_graph = true})[0]};
+  const double u = std::sin(v) + 0.5;
+  EXPECT_NEAR(g.item<double>(), std::cos(u) * std::cos(v), 1e-15);
+  auto [gg] = std::array<tensor, 1>{mg::autograd::grad({g}, {x})[0]};
+  EXPECT_NEAR(gg.item<double>(),
+              -std::sin(u) * std::cos(v) * std::cos(v) - std::cos(u) * std::sin(v), 1e-15);
+
+  tensor h = x * 2.0;
+  tensor z = mg::exp(h) * h;  // mul saves h (and exp's output)
+  h.add_(1.0);
+  expect_error([&] { z.backward(); }, {"modified by an in-place operation", "version 1"});
+
+  tensor p = tensor({1.0, 2.0, 3.0}, mg::f64).requires_grad_();
+  tensor q = p * 1.0;
+  tensor e = q.select(0, 2);  // 0-d at offset 2
+  tensor s = mg::sin(e);
+  s.backward();
+  EXPECT_EQ(values(p.grad()), (std::vector<double>{0, 0, std::cos(3.0)}));
 }
 
 // test_index_select backward twice (saved index): freed with the graph like a saved tensor.

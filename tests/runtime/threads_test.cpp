@@ -47,3 +47,24 @@ TEST(Threads, SharedLeafAccumulatesEveryThreadsGradient) {
   for (auto& th : pool) th.join();
   EXPECT_DOUBLE_EQ(w.grad().sum().item<double>(), 4 * 4.0 * threads * steps);
 }
+
+// Backward from several threads through one graph (retained): the nodes are shared, and each
+// task keeps its own state for them (Note [Task state]).
+TEST(Threads, ConcurrentBackwardThroughOneSharedGraph) {
+  tensor w = mg::full({4}, 0.5, {.dtype = mg::f64, .requires_grad = true});
+  const tensor h = mg::sin(w) * w;
+  const tensor loss = (h * h).sum();
+  constexpr int threads = 4, steps = 50;
+  std::vector<double> sums(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int s = 0; s < steps; ++s)
+        sums[t] +=
+            mg::autograd::grad({loss}, {w}, {}, {.retain_graph = true})[0].sum().item<double>();
+    });
+  for (auto& th : pool) th.join();
+  const double v = 0.5, hv = std::sin(v) * v;
+  for (int t = 0; t < threads; ++t)
+    EXPECT_NEAR(sums[t], steps * 4 * 2 * hv * (std::cos(v) * v + std::sin(v)), 1e-9);
+}

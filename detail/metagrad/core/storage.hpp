@@ -68,16 +68,19 @@ inline shape_t contiguous_strides(const shape_t& s) {
   return st;
 }
 
+// 56 bytes, 72 with a shared_ptr's control block: a saved 0-d value keeps one (a chain of a
+// million recorded ops saves a million of them).
 struct storage {
   void* data = nullptr;
   std::size_t nbytes = 0;
+  std::uint64_t version = 0;  // See Note [Version counter]
+  void (*release)(void*, std::size_t) = nullptr;
+  std::uint32_t detaches = 0;  // detach_() calls on tensors with history (Note [Detached saved...])
   mg::dtype dtype = mg::dtype::f32;
   mg::device device = mg::device::cpu;
-  std::uint64_t version = 0;   // See Note [Version counter]
-  std::uint32_t detaches = 0;  // detach_() calls on tensors with history (Note [Detached saved...])
-  void (*release)(void*, std::size_t) = nullptr;
-  // Scalars and tiny tensors live inside the storage object: one allocation instead of two.
-  alignas(16) std::byte small[16];
+  // Scalars and tiny tensors live inside the storage object: one allocation instead of two
+  // (aligned for any element type; no kernel loads them as SIMD vectors).
+  alignas(8) std::byte small[16];
 
   storage() = default;
   storage(const storage&) = delete;
@@ -86,6 +89,7 @@ struct storage {
     if (release) release(data, nbytes);
   }
 };
+static_assert(sizeof(void*) != 8 || sizeof(storage) == 56);
 
 // The C++ element type of each dtype (bool for b8).
 template <dtype D>

@@ -49,40 +49,45 @@ struct backward_call {
   const engine_ops* ops = nullptr;  // Note [Engine ops] in nodes.hpp; set by the entry point
 };
 
-// An open-addressing table from nodes to their state in one graph task: 16 bytes a slot.
+// Note [Task state]: a graph task keeps, for every node it reaches, its dependency count, its
+// flags and the index of its input buffer (task_state). One task at a time keeps them in the
+// nodes themselves (node::task, stamped with the task's id in node::task_id: 16 bytes a node and
+// no lookup); a task that starts while another one does (a backward inside a hook or a custom
+// function's backward, or on another thread) keeps them in an open-addressing table (16 bytes a
+// slot, at most half full, and the old table while it grows: up to 48 bytes a node). The intrusive
+// task is whichever takes intrusive_task_owner first; it releases it when it ends (the release
+// orders its writes to the nodes before the next owner's reads).
 class node_table {
  public:
-  struct slot {
-    const graph_node* key = nullptr;
-    std::uint32_t deps = 0;
-    std::uint32_t flags : 5 = 0;
-    std::uint32_t buffer : 27 = 0;  // 1 + the index of the node's input buffer; 0: none
-  };
   static constexpr std::uint32_t need = 1, exec = 2, target = 4, done = 8;
   static constexpr std::uint32_t max_buffers = (1u << 27) - 2;
 
-  // The slot of n, inserted (flags need|exec) if absent; fresh tells which.
+  // The state of n, inserted (flags need|exec) if absent; fresh tells which.
   template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
-  slot& find(const graph_node* n, bool& fresh) {
+  task_state& find(const graph_node* n, bool& fresh) {
     if (2 * (size_ + 1) > slots_.size()) grow();
     std::size_t i = hash(n) & (slots_.size() - 1);
     while (slots_[i].key && slots_[i].key != n) i = (i + 1) & (slots_.size() - 1);
     fresh = slots_[i].key == nullptr;
     if (fresh) {
       slots_[i].key = n;
-      slots_[i].flags = need | exec;
+      slots_[i].state.flags = need | exec;
       ++size_;
     }
-    return slots_[i];
+    return slots_[i].state;
   }
-  slot* lookup(const graph_node* n) {
+  task_state* lookup(const graph_node* n) {
     if (slots_.empty()) return nullptr;
     std::size_t i = hash(n) & (slots_.size() - 1);
     while (slots_[i].key && slots_[i].key != n) i = (i + 1) & (slots_.size() - 1);
-    return slots_[i].key ? &slots_[i] : nullptr;
+    return slots_[i].key ? &slots_[i].state : nullptr;
   }
 
  private:
+  struct slot {
+    const graph_node* key = nullptr;
+    task_state state;
+  };
   static std::size_t hash(const graph_node* n) {
     return static_cast<std::size_t>(
         (reinterpret_cast<std::uintptr_t>(n) >> 4) * 0x9E3779B97F4A7C15ULL >> 16);
@@ -102,11 +107,35 @@ class node_table {
   std::size_t size_ = 0;
 };
 
+inline std::atomic<bool>& intrusive_task_owner() {
+  static std::atomic<bool> taken{false};
+  return taken;
+}
+
 struct graph_task {
   backward_call call;
   std::uint64_t id = 0;
   bool has_targets = false;
+  bool intrusive = false;  // keeps its state in the nodes (Note [Task state])
   node_table table;
+
+  // n's state, inserted (flags need|exec) if absent; fresh tells which.
+  task_state& find(const graph_node* n, bool& fresh) {
+    if (!intrusive) return table.find(n, fresh);
+    fresh = n->task_id != id;
+    if (fresh) {
+      n->task_id = id;
+      n->task = task_state{};
+      n->task.flags = node_table::need | node_table::exec;
+    }
+    return n->task;
+  }
+  // n's state, or null if this task does not reach n.
+  task_state* lookup(const graph_node* n) {
+    if (!intrusive) return table.lookup(n);
+    return n->task_id == id ? &n->task : nullptr;
+  }
+
   // the gradients a pending node has received so far, one per output; self keeps it for unpack
   struct input_buffer {
     std::shared_ptr<graph_node> self;
@@ -136,7 +165,7 @@ inline std::uint64_t next_task_id() {
 
 // Will the running task call n's hooks (run it, or capture at it)?
 inline bool will_execute(const graph_task& t, const graph_node* n) {
-  auto* s = const_cast<graph_task&>(t).table.lookup(n);
+  auto* s = const_cast<graph_task&>(t).lookup(n);
   if (!s) return false;
   if (!t.has_targets) return true;
   return (s->flags & (node_table::exec | node_table::target)) != 0;
@@ -181,12 +210,13 @@ impl_ptr fit_gradient(const engine_ops& ops, impl_ptr g, const tensor_meta& m,
          " for input ", i, " on device ", device_name(m.device),
          "; return it on the input's device");
   tensor r(std::move(g));
-  if (r.shape() != m.shape) {
-    if (!broadcastable_to(m.shape, r.shape()))
+  if (!m.same_shape(r.shape())) {
+    const shape_t shape = m.shape();
+    if (!broadcastable_to(shape, r.shape()))
       fail(from.name(), ": backward returned a gradient of shape ", shape_string(r.shape()),
-           " for input ", i, " of shape ", shape_string(m.shape),
+           " for input ", i, " of shape ", shape_string(shape),
            "; return one gradient per input, in the input's shape (or broadcastable to it)");
-    r = ops.sum_to(r, m.shape);
+    r = ops.sum_to(r, shape);
   }
   if (r.dtype() != m.dtype) {
     if (!is_floating(r.dtype()))
@@ -202,10 +232,10 @@ template <int = 0>
 void check_hook_result(const tensor& r, const tensor_meta& m, const char* what, const graph_node& n,
                        std::size_t i) {
   if (!r.defined()) return;
-  if (r.shape() != m.shape || r.dtype() != m.dtype || r.device() != m.device)
+  if (!m.same_shape(r.shape()) || r.dtype() != m.dtype || r.device() != m.device)
     fail(what, " of ", n.name(), " returned, for gradient ", i, ", a tensor of shape ",
          shape_string(r.shape()), ", dtype ", dtype_name(r.dtype()), ", device ",
-         device_name(r.device()), " where the gradient has shape ", shape_string(m.shape),
+         device_name(r.device()), " where the gradient has shape ", shape_string(m.dims()),
          ", dtype ", dtype_name(m.dtype), ", device ", device_name(m.device),
          "; a hook must return a gradient like the one it received (or nothing to keep it)");
 }
@@ -388,27 +418,27 @@ std::vector<const graph_node*> count_dependencies(
   if (!task.has_targets) {
     std::vector<graph_node*> work;
     for (auto& [e, g] : roots)
-      if (task.table.find(e.function.get(), fresh), fresh) work.push_back(e.function.get());
+      if (task.find(e.function.get(), fresh), fresh) work.push_back(e.function.get());
     while (!work.empty()) {
       graph_node* n = work.back();
       work.pop_back();
       for (const edge& e : n->next_edges())
         if (graph_node* child = e.function.get()) {
-          ++task.table.find(child, fresh).deps;
+          ++task.find(child, fresh).deps;
           if (fresh) work.push_back(child);
         }
     }
   } else {
     std::vector<std::pair<graph_node*, std::uint32_t>> stack;
     for (auto& [e, g] : roots)
-      if (task.table.find(e.function.get(), fresh), fresh) stack.emplace_back(e.function.get(), 0);
+      if (task.find(e.function.get(), fresh), fresh) stack.emplace_back(e.function.get(), 0);
     while (!stack.empty()) {
       auto [n, i] = stack.back();
       const auto edges = n->next_edges();
       if (i < edges.size()) {
         ++stack.back().second;
         if (graph_node* child = edges[i].function.get()) {
-          auto& s = task.table.find(child, fresh);
+          auto& s = task.find(child, fresh);
           ++s.deps;
           if (fresh) stack.emplace_back(child, 0);
         }
@@ -428,7 +458,7 @@ void mark_targets(graph_task& task, const std::vector<edge>& input_edges,
                   const std::vector<const graph_node*>& post) {
   task.captured.resize(input_edges.size());
   for (std::size_t i = 0; i < input_edges.size(); ++i)  // an input the outputs do not reach: unused
-    if (auto* s = task.table.lookup(input_edges[i].function.get())) {
+    if (auto* s = task.lookup(input_edges[i].function.get())) {
       s->flags |= node_table::target;
       task.captures.push_back({input_edges[i].function.get(), input_edges[i].input_nr, i});
     }
@@ -436,10 +466,8 @@ void mark_targets(graph_task& task, const std::vector<edge>& input_edges,
   for (const graph_node* n : post) {
     bool child_needs = false;
     for (const auto& e : const_cast<graph_node*>(n)->next_edges())
-      if (e)
-        child_needs =
-            child_needs || (task.table.lookup(e.function.get())->flags & node_table::need);
-    auto& s = *task.table.lookup(n);
+      if (e) child_needs = child_needs || (task.lookup(e.function.get())->flags & node_table::need);
+    auto& s = *task.lookup(n);
     const bool target = s.flags & node_table::target;
     s.flags = (s.flags & ~(node_table::need | node_table::exec)) |
               (target || child_needs ? node_table::need : 0) |
@@ -450,7 +478,7 @@ void mark_targets(graph_task& task, const std::vector<edge>& input_edges,
 // The input buffer of node n, whose slot is s: created (or reused) on the first gradient.
 template <int = 0>
 graph_task::input_buffer& task_buffer(graph_task& task, const std::shared_ptr<graph_node>& n,
-                                      node_table::slot& s) {
+                                      task_state& s) {
   if (!s.buffer) {
     std::uint32_t i;
     if (task.free_buffers.empty()) {
@@ -478,7 +506,7 @@ void run_nodes(graph_task& task, std::vector<std::pair<edge, impl_ptr>>& roots) 
   using ready_entry = std::pair<std::uint64_t, graph_node*>;
   std::priority_queue<ready_entry> ready;
   for (auto& [e, g] : roots) {
-    auto& s = *task.table.lookup(e.function.get());
+    auto& s = *task.lookup(e.function.get());
     add_gradient(ops, task_buffer(task, e.function, s).grads[e.input_nr], std::move(g));
     if (s.deps == 0) ready.emplace(e.function->sequence_nr, e.function.get());
   }
@@ -486,7 +514,7 @@ void run_nodes(graph_task& task, std::vector<std::pair<edge, impl_ptr>>& roots) 
   while (!ready.empty()) {
     graph_node* n = ready.top().second;
     ready.pop();
-    auto& s = *task.table.lookup(n);
+    auto& s = *task.lookup(n);
     if (s.flags & node_table::done) continue;  // a root listed twice: already run
     s.flags |= node_table::done;
     const std::uint32_t bi = s.buffer - 1;
@@ -505,7 +533,7 @@ void run_nodes(graph_task& task, std::vector<std::pair<edge, impl_ptr>>& roots) 
     for (std::size_t k = 0; k < edges.size(); ++k) {
       const auto& e = edges[k];
       if (!e) continue;
-      auto& cs = *task.table.lookup(e.function.get());
+      auto& cs = *task.lookup(e.function.get());
       if (!task.has_targets || (cs.flags & node_table::need)) {
         auto& b = task_buffer(task, e.function, cs);
         add_gradient(ops, b.grads[e.input_nr], std::move(out[k]));
@@ -529,6 +557,13 @@ std::vector<impl_ptr> run_backward(const tensor_list& outputs, const tensor_list
   graph_task task;
   task.call = c;
   task.id = next_task_id();
+  struct owner_scope {  // Note [Task state]
+    bool owns = !intrusive_task_owner().exchange(true, std::memory_order_acquire);
+    ~owner_scope() {
+      if (owns) intrusive_task_owner().store(false, std::memory_order_release);
+    }
+  } owner;
+  task.intrusive = owner.owns;
   task.inputs = &inputs;
   auto roots = task_roots(outputs, grads, c);
   const std::vector<edge> input_edges = target_edges(inputs, c);

@@ -146,7 +146,7 @@ MG_INSTANCE edge gradient_edge<0>(const impl_ptr&);
 MG_INSTANCE void accumulate_into<0>(const engine_ops&, tensor_impl&, const impl_ptr&, bool);
 MG_INSTANCE void note_anomaly_parent<0>(graph_node&);
 MG_INSTANCE void check_anomaly<0>(const graph_node&, std::span<const impl_ptr>);
-MG_INSTANCE void saved_variable::save<0>(const impl_ptr&, bool, bool, const char*);
+MG_INSTANCE void saved_variable::save<0>(const impl_ptr&, bool, bool, const char*, operand_edge);
 MG_INSTANCE impl_ptr saved_variable::unpack<0>(const graph_node*, const char*) const;
 MG_INSTANCE saved_variable::elements saved_variable::peek<0>(const char*) const;
 }  // namespace detail

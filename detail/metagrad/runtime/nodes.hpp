@@ -244,7 +244,8 @@ struct op_node : graph_node {
     if constexpr (ins && n_saved > 0) {
       std::size_t j = 0;
       ((need & (1u << j)
-            ? saved_values[slot_of(j)].save(in.impl(), false, checks_input_versions_v<Op>, name())
+            ? saved_values[slot_of(j)].save(in.impl(), false, checks_input_versions_v<Op>, name(),
+                                            {&next[edge_of(j)], std::uint32_t(edge_of(j))})
         : declares_gradient_reads<Op> && (may_save >> j & 1)
             ? saved_values[slot_of(j)].save(in.impl(), false, false, name())  // its shape only
             : void(),
@@ -271,7 +272,7 @@ struct op_node : graph_node {
           if (may_save >> j & 1) {
             const auto p = saved_values[slot_of(j)].peek(name());
             const tensor_impl* t = p.store ? nullptr : unpacked(j, kept);
-            if (p.store && p.shape->empty() && p.store->device == mg::device::cpu)
+            if (p.store && p.rank == 0 && p.store->device == mg::device::cpu)
               at[j] = static_cast<const char*>(p.store->data) +
                       p.offset * static_cast<std::int64_t>(element_size(p.store->dtype));
             else if (t && t->shape.empty() && t->device() == mg::device::cpu)

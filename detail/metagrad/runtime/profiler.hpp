@@ -222,7 +222,7 @@ class node_range {
     o->r.name.reserve(backward_prefix.size() + 16);
     o->r.name.append(backward_prefix).append(n.name());
     if (wants_shapes(*o))
-      for (const tensor_meta& m : n.outputs()) o->r.shapes.push_back(m.shape);
+      for (const tensor_meta& m : n.outputs()) o->r.shapes.push_back(m.shape());
     o_ = start(std::move(o), range_kind::backward);
   }
   open_range* o_ = nullptr;

@@ -12,17 +12,23 @@
 //   - whatever the innermost saved-tensor pack hook returned, with the history kept beside it;
 //   - for a backward that reads only the shape (saved::input_shapes): a tensor without elements
 //     that describes it, kept after backward (as torch keeps sizes, not tensors).
-// Inputs, outputs and shapes are kept as the fields of an alias (saved_variable::view, half the
-// size of a tensor_impl: a chain of a million ops saves a million of them), made into a tensor
-// on unpack.
+// Inputs, outputs and shapes are kept as the fields of an alias (saved_variable::view, 56 bytes
+// against a tensor_impl's 200: a chain of a million ops saves a million of them), made into a
+// tensor on unpack. Two things make most of them smaller still:
+//   - an input that is one of the owner's operands has its history in the owner's edge for it
+//     (same grad_fn, same output number): the saved value records the edge's index instead;
+//   - a 0-d input or output at offset 0 whose history is nowhere else needed (none, or the
+//     edge's) is its storage alone ("bare"): no view is allocated.
 // Unpacking checks the version counter (not with hooks, as torch) and fails once backward freed
 // the saved tensors (a second backward without retain_graph).
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -114,10 +120,18 @@ class saved_variable {
  public:
   saved_variable() = default;
 
+  // Where the owner's edge for an input is, when the input is one of its operands: the edge
+  // holds the input's history, so the saved value need not (Note [Saved tensors]).
+  struct operand_edge {
+    const edge* e = nullptr;
+    std::uint32_t index = 0;  // in owner->next_edges()
+  };
+
   // Saves t for the backward of `owner` (named `op` in messages); `is_output`: t is an output of
   // owner. check_version false: backward reads only the shape (saved::input_shapes).
   template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
-  void save(const impl_ptr& t, bool is_output, bool check_version, const char* op);
+  void save(const impl_ptr& t, bool is_output, bool check_version, const char* op,
+            operand_edge from = {});
 
   // The saved tensor (null if nothing was saved), its grad_fn re-attached.
   template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
@@ -128,7 +142,7 @@ class saved_variable {
   // (nothing saved, a number, a packed tensor).
   struct elements {
     const storage* store = nullptr;
-    const shape_t* shape = nullptr;
+    std::size_t rank = 0;
     std::int64_t offset = 0;
   };
   template <int = 0>
@@ -154,15 +168,28 @@ class saved_variable {
   friend struct graph_dot_access;  // reads it for the graph picture (<metagrad/graph_dot.hpp>)
   enum class kind : std::uint8_t { empty, leaf, input, output, number, packed, shape };
   // What an input, an output or a shape is saved as (Note [Saved tensors]): the fields of an
-  // alias (half a tensor_impl), made into one on unpack.
+  // alias, made into a tensor on unpack; 56 bytes (a 0-d tensor's needs no other allocation,
+  // another's shape and strides share one).
   struct view {
     std::shared_ptr<storage> store;
-    shape_t shape, strides;
+    std::shared_ptr<graph_node> grad_fn;   // an input's when saved
+    std::unique_ptr<std::int64_t[]> dims;  // the shape, then the strides; null when 0-d
     std::int64_t offset = 0;
-    std::shared_ptr<graph_node> grad_fn;  // an input's when saved
-    bool wrapped_number = false;
     std::uint32_t detaches = 0;  // the storage's count of in-place detaches when saved
+    std::uint16_t rank = 0;
+    bool wrapped_number = false;
+
+    void set_dims(const shape_t& shape, const shape_t& strides) {
+      rank = static_cast<std::uint16_t>(shape.size());
+      if (shape.empty()) return;
+      dims = std::make_unique_for_overwrite<std::int64_t[]>(2 * shape.size());
+      std::copy(shape.begin(), shape.end(), dims.get());
+      std::copy(strides.begin(), strides.end(), dims.get() + rank);
+    }
+    std::span<const std::int64_t> shape() const { return {dims.get(), rank}; }
+    std::span<const std::int64_t> strides() const { return {dims.get() + rank, rank}; }
   };
+  static_assert(sizeof(void*) != 8 || sizeof(view) == 56);
   struct packed_entry {
     std::shared_ptr<packed_tensor> packed;
     std::shared_ptr<graph_node> history;  // grad_fn (the accumulator, for a leaf) when saved
@@ -177,19 +204,26 @@ class saved_variable {
   template <int = 0>
   void check_not_freed(const char* op) const;
   template <int = 0>
-  void check_unchanged(const storage& st, const shape_t& shape, const char* op) const;
+  void check_unchanged(const storage& st, std::span<const std::int64_t> shape,
+                       const char* op) const;
   template <int = 0>
   void check_not_detached(const char* op) const;
+  template <int = 0>
+  [[noreturn]] void fail_detached(const char* op, std::span<const std::int64_t> shape) const;
 
   // The bit-fields read through these in the template members: g++ 12 gives an enum bit-field
   // the type of its storage in a template ("no match for operator==").
   kind kind_of() const { return kind_; }
+  bool bare() const { return bare_; }
+  bool edge_history() const { return edge_history_; }
   mg::dtype number_dtype_of() const { return number_dtype_; }
   mg::device number_device_of() const { return number_device_; }
 
-  // 32 bytes: the flags share a byte (a node holds one per saved value)
-  std::shared_ptr<void> payload_;  // a tensor_impl (leaf), a view, a packed_entry, or null
-  std::uint64_t word_ = 0;         // the version when saved, or the bits of a saved number
+  // 32 bytes: the flags share two bytes (a node holds one per saved value)
+  // a tensor_impl (leaf), a view, a storage (bare), a packed_entry, or null
+  std::shared_ptr<void> payload_;
+  std::uint64_t word_ = 0;  // the version when saved, or the bits of a saved number
+  // the output number of an input or output; with edge_history_, the owner's edge to read it from
   std::uint32_t output_nr_ = 0;
   kind kind_ : 3 = kind::empty;
   mg::dtype number_dtype_ : 2 = mg::dtype::f64;
@@ -197,10 +231,13 @@ class saved_variable {
   bool check_version_ : 1 = true;
   bool freed_ : 1 = false;
   bool shape_freed_ : 1 = false;
+  bool bare_ : 1 = false;          // a 0-d input or output at offset 0: its storage is the payload
+  bool edge_history_ : 1 = false;  // an input's grad_fn is its owner's edge output_nr_
 };
 
 template <int I>
-void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version, const char* op) {
+void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version, const char* op,
+                          operand_edge from) {
   MG_DETAIL_LAZY_ENGINE(I);
   if (!t) return;
   if (t->is_inference)
@@ -214,8 +251,7 @@ void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version,
     // only the shape is read (saved::input_shapes): a tensor without elements that describes t
     auto v = std::make_shared<view>();
     v->store = empty_storage(t->dtype(), t->device());
-    v->shape = t->shape;
-    v->strides = t->strides;
+    v->set_dims(t->shape, t->strides);
     payload_ = std::move(v);
     kind_ = kind::shape;
     return;
@@ -254,16 +290,25 @@ void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version,
     payload_ = t;
     kind_ = kind::leaf;
   } else {
+    kind_ = is_output ? kind::output : kind::input;
+    const bool history = !is_output && t->grad_fn;
+    edge_history_ =
+        history && from.e && from.e->function == t->grad_fn && from.e->input_nr == t->output_nr;
+    if (edge_history_) output_nr_ = from.index;
+    if (t->shape.empty() && t->offset == 0 && (!history || edge_history_) && !t->wrapped_number &&
+        (is_output || t->store->detaches == 0)) {
+      payload_ = t->store;
+      bare_ = true;
+      return;
+    }
     auto v = std::make_shared<view>();
     v->store = t->store;
-    v->shape = t->shape;
-    v->strides = t->strides;
+    v->set_dims(t->shape, t->strides);
     v->offset = t->offset;
-    if (!is_output) v->grad_fn = t->grad_fn;
+    if (history && !edge_history_) v->grad_fn = t->grad_fn;
     v->wrapped_number = !is_output && t->wrapped_number;
     v->detaches = t->store->detaches;
     payload_ = std::move(v);
-    kind_ = is_output ? kind::output : kind::input;
   }
 }
 
@@ -283,7 +328,7 @@ void saved_variable::check_not_freed(const char* op) const {
 }
 
 template <int>
-void saved_variable::check_unchanged(const storage& st, const shape_t& shape,
+void saved_variable::check_unchanged(const storage& st, std::span<const std::int64_t> shape,
                                      const char* op) const {
   if (check_version_ && st.version != word_)
     fail(
@@ -300,14 +345,24 @@ void saved_variable::check_unchanged(const storage& st, const shape_t& shape,
 template <int>
 void saved_variable::check_not_detached(const char* op) const {
   if (kind_of() != kind::input) return;
+  if (bare()) {  // saved with history only through the edge, and with no detaches
+    const auto& st = *static_cast<const storage*>(payload_.get());
+    if (edge_history() && st.detaches != 0) fail_detached(op, shape_t{});
+    return;
+  }
   const view& v = *static_cast<const view*>(payload_.get());
-  if (v.grad_fn && v.store->detaches != v.detaches)
-    fail(op,
-         ": Trying to use a saved tensor that has been detached in place (detach_()) since it was "
-         "saved (shape ",
-         shape_string(v.shape),
-         "); use the out-of-place detach() instead, which leaves the saved tensor's history "
-         "alone");
+  if ((v.grad_fn || edge_history()) && v.store->detaches != v.detaches)
+    fail_detached(op, v.shape());
+}
+
+template <int>
+void saved_variable::fail_detached(const char* op, std::span<const std::int64_t> shape) const {
+  fail(op,
+       ": Trying to use a saved tensor that has been detached in place (detach_()) since it was "
+       "saved (shape ",
+       shape_string(shape),
+       "); use the out-of-place detach() instead, which leaves the saved tensor's history "
+       "alone");
 }
 
 template <int>
@@ -316,13 +371,19 @@ saved_variable::elements saved_variable::peek(const char* op) const {
   if (kind_of() == kind::leaf) {
     const auto& t = *static_cast<const tensor_impl*>(payload_.get());
     check_unchanged(*t.store, t.shape, op);
-    return {t.store.get(), &t.shape, t.offset};
+    return {t.store.get(), t.shape.size(), t.offset};
   }
   if (kind_of() != kind::input && kind_of() != kind::output) return {};
+  if (bare()) {
+    const auto& st = *static_cast<const storage*>(payload_.get());
+    check_unchanged(st, {}, op);
+    check_not_detached(op);
+    return {&st, 0, 0};
+  }
   const view& v = *static_cast<const view*>(payload_.get());
-  check_unchanged(*v.store, v.shape, op);
+  check_unchanged(*v.store, v.shape(), op);
   check_not_detached(op);
-  return {v.store.get(), &v.shape, v.offset};
+  return {v.store.get(), v.rank, v.offset};
 }
 
 template <int>
@@ -363,19 +424,32 @@ impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) const {
     check_unchanged(*data->store, data->shape, op);
     return data;
   }
-  const view& v = *static_cast<const view*>(payload_.get());
-  check_unchanged(*v.store, v.shape, op);
-  check_not_detached(op);
   auto t = std::make_shared<tensor_impl>();
-  t->store = v.store;
-  t->shape = v.shape;
-  t->strides = v.strides;
-  t->offset = v.offset;
   t->is_inference = false;  // an inference tensor is never saved
-  t->wrapped_number = v.wrapped_number;
-  if (kind_of() != kind::shape) {
-    t->grad_fn = kind_of() == kind::output ? self() : v.grad_fn;
-    t->output_nr = output_nr_;
+  if (bare()) {
+    t->store = std::static_pointer_cast<storage>(payload_);
+    check_unchanged(*t->store, {}, op);
+    check_not_detached(op);
+  } else {
+    const view& v = *static_cast<const view*>(payload_.get());
+    check_unchanged(*v.store, v.shape(), op);
+    check_not_detached(op);
+    t->store = v.store;
+    t->shape.assign(v.shape().begin(), v.shape().end());
+    t->strides.assign(v.strides().begin(), v.strides().end());
+    t->offset = v.offset;
+    t->wrapped_number = v.wrapped_number;
+    t->grad_fn = v.grad_fn;
+  }
+  if (kind_of() == kind::shape) return t;
+  t->output_nr = output_nr_;
+  if (kind_of() == kind::output) {
+    t->grad_fn = self();
+  } else if (edge_history()) {
+    if (!owner) fail(op, ": internal error: a saved input's history is its node's edge");
+    const edge& e = const_cast<graph_node*>(owner)->next_edges()[output_nr_];
+    t->grad_fn = e.function;
+    t->output_nr = e.input_nr;
   }
   return t;
 }
