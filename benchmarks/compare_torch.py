@@ -2,7 +2,7 @@
 """metagrad's runtime engine against torch on the CPU, workload by workload, in one run.
 
     benchmarks/compare_torch.py BUILD/benchmarks/bench_runtime_ops [--threads N] [--rounds R]
-                                [--filter REGEX]
+                                [--filter REGEX] [--json FILE]
 
 Each round runs the C++ benchmark program once (every workload of benchmarks/runtime_ops.cpp,
 Google Benchmark's time per iteration) and then the same workloads in torch (the same names,
@@ -11,6 +11,7 @@ median over the rounds of each side's time per iteration and their ratio (metagr
 below 1 is faster than torch). Run it with Debian's python3-torch (/usr/bin/python3); without
 torch it prints metagrad's times alone. Both sides use N threads (default 1): torch through
 torch.set_num_threads, metagrad and OpenBLAS through OMP_NUM_THREADS and OPENBLAS_NUM_THREADS.
+--json writes the medians and ratios for benchmarks/plot_ratios.py.
 """
 import argparse
 import json
@@ -24,6 +25,114 @@ import time
 torch = None  # imported by main(), after the thread counts are set in the environment
 
 
+DOMAINS = {"sym": (-1.0, 1.0), "pos": (0.5, 1.5), "near_one": (0.999, 1.001)}
+
+
+def coverage(w, n):
+    """The op coverage of benchmarks/runtime_ops.cpp (add_coverage), in torch."""
+    F = torch.nn.functional
+
+    def ramp(d, reversed_=False, m=None):
+        lo, hi = DOMAINS[d]
+        if reversed_:
+            lo, hi = hi, lo
+        return torch.linspace(lo, hi, m or n, dtype=torch.float32)
+
+    unaries = {
+        "neg": ("sym", lambda x: -x), "exp": ("sym", torch.exp), "log": ("pos", torch.log),
+        "log1p": ("pos", torch.log1p), "expm1": ("sym", torch.expm1),
+        "sqrt": ("pos", torch.sqrt), "rsqrt": ("pos", torch.rsqrt), "abs": ("sym", torch.abs),
+        "sin": ("sym", torch.sin), "cos": ("sym", torch.cos), "tan": ("sym", torch.tan),
+        "tanh": ("sym", torch.tanh), "sigmoid": ("sym", torch.sigmoid),
+        "relu": ("sym", torch.relu), "erf": ("sym", torch.erf),
+        "square": ("sym", torch.square), "reciprocal": ("pos", torch.reciprocal),
+        "softplus": ("sym", F.softplus), "clamp": ("sym", lambda x: torch.clamp(x, -0.5, 0.5)),
+        "pow_number": ("pos", lambda x: torch.pow(x, 2.5)),
+    }
+    binaries = {
+        "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
+        "div": lambda x, y: x / y, "pow": torch.pow, "maximum": torch.maximum,
+        "minimum": torch.minimum, "atan2": torch.atan2,
+        "where": lambda x, y: torch.where(x > y, x, y),
+    }
+    comparisons = {
+        "gt": lambda x, y: x > y, "lt": lambda x, y: x < y, "ge": lambda x, y: x >= y,
+        "le": lambda x, y: x <= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y,
+    }
+    reductions = {
+        "sum": ("sym", torch.sum, lambda x, d: torch.sum(x, d)),
+        "prod": ("near_one", torch.prod, lambda x, d: torch.prod(x, d)),
+        "amax": ("sym", lambda x: torch.amax(x, 0), lambda x, d: torch.amax(x, d)),
+        "amin": ("sym", lambda x: torch.amin(x, 0), lambda x, d: torch.amin(x, d)),
+        "mean": ("sym", torch.mean, lambda x, d: torch.mean(x, d)),
+        "var": ("sym", torch.var, lambda x, d: torch.var(x, d)),
+        "norm": ("sym", torch.linalg.vector_norm, lambda x, d: torch.linalg.vector_norm(x, dim=d)),
+        "logsumexp": ("sym", lambda x: torch.logsumexp(x, 0), lambda x, d: torch.logsumexp(x, d)),
+    }
+    in_places = {
+        "add_": lambda a, b: a.add_(b), "sub_": lambda a, b: a.sub_(b),
+        "mul_": lambda a, b: a.mul_(1.0), "div_": lambda a, b: a.div_(1.0),
+        "pow_": lambda a, b: a.pow_(2.0), "clamp_": lambda a, b: a.clamp_(0.75, 1.25),
+        "copy_": lambda a, b: a.copy_(b), "fill_": lambda a, b: a.fill_(0.5),
+        "zero_": lambda a, b: a.zero_(), "neg_": lambda a, b: a.neg_(),
+        "abs_": lambda a, b: a.abs_(), "exp_": lambda a, b: a.exp_(),
+        "log_": lambda a, b: a.log_(), "sqrt_": lambda a, b: a.sqrt_(),
+        "sin_": lambda a, b: a.sin_(), "cos_": lambda a, b: a.cos_(),
+        "tanh_": lambda a, b: a.tanh_(), "sigmoid_": lambda a, b: a.sigmoid_(),
+        "relu_": lambda a, b: a.relu_(),
+    }
+    s = "/" + str(n)
+    rows = n // 1000
+
+    def fwd(make, f):
+        def prepare():
+            args = make(False)
+            return lambda: f(*args)
+        return prepare
+
+    def fwdbwd(make, f):
+        def prepare():
+            args = make(True)
+
+            def run():
+                f(*args).sum().backward()
+                for a in args:
+                    a.grad = None
+            return run
+        return prepare
+
+    for name, (d, f) in unaries.items():
+        make = (lambda d: lambda g: (ramp(d).requires_grad_(g),))(d)
+        w["fwd/" + name + s] = fwd(make, f)
+        w["fwdbwd/" + name + s] = fwdbwd(make, f)
+
+    def two(g):
+        return ramp("pos").requires_grad_(g), ramp("pos", True).requires_grad_(g)
+    for name, f in binaries.items():
+        w["fwd/" + name + s] = fwd(two, f)
+        w["fwdbwd/" + name + s] = fwdbwd(two, f)
+    for name, f in comparisons.items():
+        w["fwd/" + name + s] = fwd(two, f)
+
+    def matrix_and_row(g):
+        return (ramp("pos", m=rows * 1000).reshape(rows, 1000).requires_grad_(g),
+                ramp("pos", True, m=1000).requires_grad_(g))
+    for name in ("add", "mul"):
+        w["fwd/bcast_" + name + s] = fwd(matrix_and_row, binaries[name])
+        w["fwdbwd/bcast_" + name + s] = fwdbwd(matrix_and_row, binaries[name])
+    for name, (d, f_all, f_dim) in reductions.items():
+        vec = (lambda d: lambda g: (ramp(d).requires_grad_(g),))(d)
+        mat = (lambda d: lambda g: (ramp(d, m=rows * 1000).reshape(rows, 1000)
+                                    .requires_grad_(g),))(d)
+        along = (lambda f_dim: lambda x: f_dim(x, 1))(f_dim)
+        w["fwd/" + name + s] = fwd(vec, f_all)
+        w["fwdbwd/" + name + s] = fwdbwd(vec, f_all)
+        w["fwd/" + name + "_dim" + s] = fwd(mat, along)
+        w["fwdbwd/" + name + "_dim" + s] = fwdbwd(mat, along)
+    for name, f in in_places.items():
+        w["inplace/" + name + s] = fwd(lambda g: (ramp("pos"), ramp("pos", True)), f)
+
+
 def torch_workloads():
     """name -> a function that prepares the workload and returns its timed body."""
     w = {}
@@ -33,61 +142,12 @@ def torch_workloads():
         return torch.full((n,), v, requires_grad=grad, **f32)
 
     for n in (1_000, 100_000, 1_000_000):
-        def mul_(n=n):
-            a = leaf(n, 1.5, False)
-            return lambda: a.mul_(1.0)
-
-        def add_(n=n):
-            a, b = leaf(n, 1.5, False), leaf(n, 0.0, False)
-            return lambda: a.add_(b)
-
-        def zero_(n=n):
-            a = leaf(n, 1.5, False)
-            return lambda: a.zero_()
+        coverage(w, n)
 
         def sgd_(n=n):
             p, q = leaf(n, 1.5, False), leaf(n, 0.0, False)
             return lambda: p.sub_(q * 0.01)
-
-        def add(n=n):
-            a, b = leaf(n, 1.5, False), leaf(n, 0.5, False)
-            return lambda: a + b
-
-        def exp(n=n):
-            a = leaf(n, 0.5, False)
-            return lambda: torch.exp(a)
-
-        def mul_bwd(n=n):
-            a, b = leaf(n, 1.5, True), leaf(n, 0.5, True)
-
-            def run():
-                (a * b).sum().backward()
-                a.grad = None
-                b.grad = None
-            return run
-
-        def tanh_bwd(n=n):
-            a = leaf(n, 0.5, True)
-
-            def run():
-                torch.tanh(a).sum().backward()
-                a.grad = None
-            return run
-
-        def sum_all(n=n):
-            a = leaf(n, 0.5, False)
-            return lambda: a.sum()
-
-        s = str(n)
-        w["inplace/mul_/" + s] = mul_
-        w["inplace/add_/" + s] = add_
-        w["inplace/zero_/" + s] = zero_
-        w["inplace/sgd_/" + s] = sgd_
-        w["fwd/add/" + s] = add
-        w["fwd/exp/" + s] = exp
-        w["fwdbwd/mul/" + s] = mul_bwd
-        w["fwdbwd/tanh/" + s] = tanh_bwd
-        w["fwd/sum/" + s] = sum_all
+        w["inplace/sgd_/" + str(n)] = sgd_
 
     def rows():
         torch.manual_seed(0)
@@ -209,6 +269,7 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--filter", default=".")
+    p.add_argument("--json", help="write the medians and ratios to this file")
     a = p.parse_args()
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(a.threads)  # OpenBLAS reads it when torch loads it
@@ -232,15 +293,21 @@ def main():
     version = torch.__version__ if torch else "not importable"
     print(f"threads {a.threads}, {a.rounds} rounds, medians; torch {version}")
     print(f"{'workload':40} {'metagrad':>12} {'torch':>12} {'ratio':>7}")
-    ratios = []
+    ratios, rows = [], {}
     for name in ours:
         m = statistics.median(ours[name])
+        rows[name] = {"metagrad_s": m}
         line = f"{name:40} {m * 1e6:10.1f}us"
         if name in theirs:
             t = statistics.median(theirs[name])
             ratios.append((m / t, name))
+            rows[name].update(torch_s=t, ratio=m / t)
             line += f" {t * 1e6:10.1f}us {m / t:7.2f}"
         print(line)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"threads": a.threads, "rounds": a.rounds, "torch": version,
+                       "workloads": rows}, f, indent=1)
     if ratios:
         print("worst ratios: " + ", ".join(f"{n} {r:.2f}" for r, n in sorted(ratios)[-5:][::-1]))
     missing = [n for n in workloads if re.search(a.filter, n) and n not in ours]

@@ -1,5 +1,10 @@
 // The reductions through the one harness (one line per op and form), then the semantics the
 // harness's random points do not reach: exact zeros in prod, ties in max and min, norm at 0.
+#include <cmath>
+#include <vector>
+
+#include <xtensor/xadapt.hpp>
+
 #include <metagrad/tensor_xtensor.hpp>
 #include "support/expect_ad.hpp"
 
@@ -140,4 +145,40 @@ TEST_P(ReductionSemantics, ValuesAndShapes) {
   mg_test::expect_error([&] { (void)mg::sum(x, 2); }, {"sum", "dim 2", "[2,3]", "-2 to 1"});
   mg_test::expect_error([&] { (void)mg::max(mg::zeros({0}, {.device = dev})); },
                         {"max", "no elements"});
+}
+
+// The CPU's packed rows (four SIMD packs at a time, then the rest one by one) against a plain
+// loop, for every length up to a few packs: max and min of f32 and f64 with a NaN at each
+// position and none, and the product (accumulated in double, so equal to the loop's to rounding).
+TEST(Reductions, PackedRowsMatchAPlainLoop) {
+  for (const mg::dtype d : {mg::f32, mg::f64}) {
+    for (std::size_t n = 1; n <= 80; ++n) {
+      std::vector<double> v(n);
+      for (std::size_t i = 0; i < n; ++i)
+        v[i] = 1.0 + 0.01 * static_cast<double>((i * 37) % 23) - 0.1 * (i % 2 ? 1.0 : 0.0);
+      for (std::size_t nan = 0; nan <= n; ++nan) {  // nan == n: none
+        std::vector<double> w = v;
+        if (nan < n) w[nan] = std::nan("");
+        const xt::xarray<double> a = xt::adapt(w, {n});
+        const tensor x = mg::tensor(a).to(d);
+        double hi = -INFINITY, lo = INFINITY;
+        for (double e : w) {
+          const double r = d == mg::f32 ? static_cast<double>(static_cast<float>(e)) : e;
+          hi = std::max(hi, r);
+          lo = std::min(lo, r);
+        }
+        if (nan < n) {
+          EXPECT_TRUE(std::isnan(mg::amax(x).item<double>())) << n << " " << nan;
+          EXPECT_TRUE(std::isnan(mg::amin(x).item<double>())) << n << " " << nan;
+        } else {
+          EXPECT_EQ(mg::amax(x).item<double>(), hi) << n;
+          EXPECT_EQ(mg::amin(x).item<double>(), lo) << n;
+        }
+      }
+      double p = 1.0;
+      for (double e : v) p *= d == mg::f32 ? static_cast<double>(static_cast<float>(e)) : e;
+      const tensor x = mg::tensor(xt::xarray<double>(xt::adapt(v, {n}))).to(d);
+      EXPECT_NEAR(mg::prod(x).item<double>(), p, (d == mg::f32 ? 1e-6 : 1e-14) * std::fabs(p)) << n;
+    }
+  }
 }

@@ -340,6 +340,8 @@ inline void cpu_copy(const nd_space& s, dtype out_t, const nd_operand& out, dtyp
                               const I* xx = x + off[1];
                               if (so == 1 && si == 1) {
                                 for (std::int64_t i = 0; i < n; ++i) oo[i] = static_cast<O>(xx[i]);
+                              } else if (so == 1 && si == 0) {  // a broadcast value
+                                std::fill_n(oo, n, static_cast<O>(*xx));
                               } else {
                                 for (std::int64_t i = 0; i < n; ++i)
                                   oo[i * so] = static_cast<O>(xx[i * si]);
@@ -394,6 +396,60 @@ double blocked_float_sum(const float* p, std::int64_t n) {
   }
   return xsimd::hadd(d0 + d1) + packed_sum(p + i, n - i);
 }
+
+// The product of n contiguous floating elements in double packs, four at a time (the lanes'
+// partial products are multiplied in lane order, so the result does not depend on the thread
+// count, Note [Intra-op parallelism]).
+template <class T>
+double packed_prod(const T* p, std::int64_t n) {
+  using B = xsimd::batch<double>;
+  constexpr std::int64_t w = B::size;
+  B a0(1.0), a1(1.0), a2(1.0), a3(1.0);
+  std::int64_t i = 0;
+  for (; i + 4 * w <= n; i += 4 * w) {
+    a0 *= B::load_unaligned(p + i);
+    a1 *= B::load_unaligned(p + i + w);
+    a2 *= B::load_unaligned(p + i + 2 * w);
+    a3 *= B::load_unaligned(p + i + 3 * w);
+  }
+  alignas(64) double lanes[w];
+  ((a0 * a1) * (a2 * a3)).store_aligned(lanes);
+  double r = 1.0;
+  for (std::int64_t k = 0; k < w; ++k) r *= lanes[k];
+  for (; i < n; ++i) r *= static_cast<double>(p[i]);
+  return r;
+}
+
+// The largest (Max) or smallest of n contiguous floating elements, NaN if one is NaN (as
+// pick_extreme): four packs of running extremes, the NaNs tracked apart.
+template <bool Max, class T>
+T packed_extreme(const T* p, std::int64_t n, T init) {
+  using P = xsimd::batch<T>;
+  constexpr std::int64_t w = P::size;
+  const auto pick = [](const P& a, const P& v) {
+    return xsimd::select(Max ? v > a : v < a, v, a);  // a NaN in v is never picked here
+  };
+  P a0(init), a1(init), a2(init), a3(init);
+  // (xsimd's != is an ordered comparison: false at NaN, so isnan)
+  auto nan = xsimd::isnan(P(T(0)));  // all false
+  std::int64_t i = 0;
+  for (; i + 4 * w <= n; i += 4 * w) {
+    const P v0 = P::load_unaligned(p + i), v1 = P::load_unaligned(p + i + w);
+    const P v2 = P::load_unaligned(p + i + 2 * w), v3 = P::load_unaligned(p + i + 3 * w);
+    nan = nan | xsimd::isnan(v0) | xsimd::isnan(v1) | xsimd::isnan(v2) | xsimd::isnan(v3);
+    a0 = pick(a0, v0);
+    a1 = pick(a1, v1);
+    a2 = pick(a2, v2);
+    a3 = pick(a3, v3);
+  }
+  if (xsimd::any(nan)) return std::numeric_limits<T>::quiet_NaN();
+  alignas(64) T lanes[w];
+  pick(pick(a0, a1), pick(a2, a3)).store_aligned(lanes);
+  T r = init;
+  for (std::int64_t k = 0; k < w; ++k) r = pick_extreme<Max>(r, lanes[k]);
+  for (; i < n; ++i) r = pick_extreme<Max>(r, p[i]);
+  return r;
+}
 #endif
 
 // The sum of n elements p[0], p[stride], ... in double. See Note [Accurate sums].
@@ -444,6 +500,10 @@ struct prod_reduction {
   static double combine(double a, double b) { return a * b; }
   template <class T>
   static double row(const T* p, std::int64_t stride, std::int64_t n) {
+#if !MG_NVCC  // Note [nvcc and packs]
+    if constexpr (std::is_floating_point_v<T>)
+      if (stride == 1) return packed_prod(p, n);
+#endif
     double r = 1.0;
     for (std::int64_t i = 0; i < n; ++i) r *= static_cast<double>(p[i * stride]);
     return r;
@@ -467,6 +527,10 @@ struct extreme_reduction {
   }
   template <class T>
   static T row(const T* p, std::int64_t stride, std::int64_t n) {
+#if !MG_NVCC  // Note [nvcc and packs]
+    if constexpr (std::is_floating_point_v<T>)
+      if (stride == 1) return packed_extreme<Max>(p, n, init<T>());
+#endif
     T r = init<T>();
     for (std::int64_t i = 0; i < n; ++i) r = combine(r, p[i * stride]);
     return r;

@@ -38,7 +38,7 @@ requires std::is_arithmetic_v<X> MG_HD constexpr auto power(X x, double p) {
 
 // Any other element type (a pack) or an expression/tensor: its own pow, found by ADL.
 template <class X>
-requires(!std::is_arithmetic_v<X>) MG_HD constexpr auto power(const X& x, double p) {
+requires(!std::is_arithmetic_v<X>) MG_HD MG_INLINE constexpr auto power(const X& x, double p) {
   return pow(x, p);
 }
 

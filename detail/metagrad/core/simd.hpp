@@ -272,7 +272,22 @@ struct pack {
   template <class S>
   requires std::is_arithmetic_v<S> MG_INLINE friend pack pow(const pack& a, S p) {
     const double d = static_cast<double>(p);
-    if (d == std::trunc(d) && std::fabs(d) <= 64) return xsimd::pow(a.v, static_cast<int>(d));
+    if (d == std::trunc(d) && std::fabs(d) <= 64) {  // as detail::power on numbers, lane by lane
+      long long n = static_cast<long long>(std::fabs(d));
+      batch result(T(1)), base = a.v;
+      if (n == 1) {
+        result = base;
+      } else if (n == 2) {
+        result = base * base;
+      } else {
+        while (n) {
+          if (n & 1) result *= base;
+          base *= base;
+          n >>= 1;
+        }
+      }
+      return d < 0 ? batch(T(1)) / result : result;
+    }
     const batch r = xsimd::pow(a.v, batch(static_cast<T>(d)));
     // xsimd's pow gives 0 at a = +-0 for every p; std::pow gives +inf for p < 0
     if (d < 0) return xsimd::select(a.v == batch(T(0)), batch(T(INFINITY)), r);

@@ -35,6 +35,17 @@ auto unreduce(const G& g, const X& x, const reduce_dims& r) {
     return mg::expand(mg::unsqueeze(g, d), s);
   }
 }
+
+// 1 where mask holds, else 0, in x's dtype on tensors (two C++ numbers would make an f64 tensor,
+// and an f32 gradient would then be converted twice).
+template <class M, class X>
+auto indicator(const M& mask, const X& x) {
+  if constexpr (std::is_same_v<family_t<X>, tensor_family>) {
+    return mask.to(x.dtype());
+  } else {
+    return mg::where(mask, 1.0, 0.0);
+  }
+}
 }  // namespace detail
 
 /// The sum of all elements, or along `dim`.
@@ -71,7 +82,7 @@ struct prod_op {
   auto backward(const auto& x, const auto& y, const auto& g) const {
     using detail::unreduce;
     const auto zero = mg::eq(x, 0);
-    const auto zeros = unreduce(detail::call(sum_op{r}, mg::where(zero, 1.0, 0.0)), x, r);
+    const auto zeros = unreduce(detail::call(sum_op{r}, detail::indicator(zero, x)), x, r);
     const auto others = unreduce(detail::call(prod_op{r}, mg::where(zero, 1.0, x)), x, r);
     const auto ge = unreduce(g, x, r);
     return mg::where(mg::eq(zeros, 0), ge * unreduce(y, x, r) / mg::where(zero, 1.0, x),
@@ -184,7 +195,7 @@ auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r, 
   } else {
     const shape_t s = shape_of(x);
     if (split || r.all || s.empty()) {
-      const auto count = call(sum_op{r}, mg::where(hit, 1.0, 0.0));
+      const auto count = call(sum_op{r}, indicator(hit, x));
       return mg::where(hit, unreduce(g / count, x, r), 0.0);
     }
     const std::size_t d = reduced_dim(r, s.size(), "max", s);
@@ -357,8 +368,7 @@ auto logsumexp(const X& x, std::int64_t dim, bool keepdim = false, call_site sit
   return detail::call_at(site, logsumexp_op{{false, dim, keepdim}}, x);
 }
 
-using reduction_ops =
-    op_list<sum_op, prod_op, max_op, min_op, amax_op, amin_op, norm_op, mean_op, var_op,
-            logsumexp_op>;
+using reduction_ops = op_list<sum_op, prod_op, max_op, min_op, amax_op, amin_op, norm_op, mean_op,
+                              var_op, logsumexp_op>;
 
 }  // namespace mg
