@@ -272,19 +272,16 @@ struct pack {
   template <class S>
   requires std::is_arithmetic_v<S> MG_INLINE friend pack pow(const pack& a, S p) {
     const double d = static_cast<double>(p);
+    // the common exponents first: compared, not rounded (this runs once per pack)
+    if (d == 2.0) return a.v * a.v;
+    if (d == 1.0) return a;
     if (d == std::trunc(d) && std::fabs(d) <= 64) {  // as detail::power on numbers, lane by lane
       long long n = static_cast<long long>(std::fabs(d));
       batch result(T(1)), base = a.v;
-      if (n == 1) {
-        result = base;
-      } else if (n == 2) {
-        result = base * base;
-      } else {
-        while (n) {
-          if (n & 1) result *= base;
-          base *= base;
-          n >>= 1;
-        }
+      while (n) {
+        if (n & 1) result *= base;
+        base *= base;
+        n >>= 1;
       }
       return d < 0 ? batch(T(1)) / result : result;
     }
