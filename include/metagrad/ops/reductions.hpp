@@ -82,9 +82,15 @@ struct prod_op {
   auto backward(const auto& x, const auto& y, const auto& g) const {
     using detail::unreduce;
     const auto zero = mg::eq(x, 0);
+    const auto ge = unreduce(g, x, r);
+    if constexpr (std::is_same_v<detail::family_t<decltype(x)>, detail::tensor_family>) {
+      // a tensor without zeros (counted, and the count read): y / x_i alone, as the general
+      // formula below gives it there, without its passes that place the zeros
+      if (detail::call(sum_op{}, detail::indicator(zero, x)).template item<double>() == 0)
+        return ge * unreduce(y, x, r) / x;
+    }
     const auto zeros = unreduce(detail::call(sum_op{r}, detail::indicator(zero, x)), x, r);
     const auto others = unreduce(detail::call(prod_op{r}, mg::where(zero, 1.0, x)), x, r);
-    const auto ge = unreduce(g, x, r);
     return mg::where(mg::eq(zeros, 0), ge * unreduce(y, x, r) / mg::where(zero, 1.0, x),
                      mg::where(mg::eq(zeros, 1), mg::where(zero, ge * others, 0.0), 0.0));
   }
