@@ -37,10 +37,10 @@ std::vector<xt::xarray<double>> workload(int n) {
     const tensor b = mg::randn({700}, {.dtype = d});
     const tensor y = mg::sin(x) * b + mg::exp(-x * x);  // broadcast operand
     keep(y);
-    keep(mg::sum(y));                 // into one output: fixed blocks
-    keep(mg::sum(y, 0));              // along the outer dim: split along the kept dim
-    keep(mg::sum(y, 1, true));        // along rows
-    keep(mg::sum(y.t()));             // a transposed view
+    keep(mg::sum(y));           // into one output: fixed blocks
+    keep(mg::sum(y, 0));        // along the outer dim: split along the kept dim
+    keep(mg::sum(y, 1, true));  // along rows
+    keep(mg::sum(y.t()));       // a transposed view
     keep(mg::mean(mg::square(y.t()), 1));
     keep(mg::max(y));
     keep(mg::amin(y, 0));
