@@ -56,6 +56,52 @@ TEST_P(SelectionSemantics, NaNIsPickedByArgmaxAndArgmin) {
   EXPECT_EQ(ints(i), (iv{1, 3}));
 }
 
+// Rows long enough for the packed search (several packs and a tail, every extreme and NaN
+// position), ties between 0 and -0 included: the first extreme, a NaN first, as a plain loop.
+TEST_P(SelectionSemantics, LongRowsPickAsAPlainLoop) {
+  const mg::device dev = GetParam();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const mg::dtype dt : {mg::f32, mg::f64}) {
+    for (const std::size_t n : {1u, 7u, 33u, 70u}) {
+      xt::xarray<double> a = xt::zeros<double>({3 * n, n});
+      for (std::size_t r = 0; r < 3 * n; ++r)
+        for (std::size_t j = 0; j < n; ++j) {
+          const double c = std::cos(static_cast<double>(r * 31 + j));
+          a(r, j) = r < 2 * n ? c : 1.0 + std::abs(c);  // the last n rows: positive
+        }
+      for (std::size_t r = 0; r < n; ++r) {
+        a(r, r) = 5.0;                          // row r < n: the largest at r,
+        a(r, (r * 7) % n) = 5.0;                // and maybe tied later or earlier
+        a(n + r, r) = nan;                      // rows n..2n: a NaN at r
+        a(2 * n + r, r) = r % 2 ? -0.0 : -7.0;  // rows 2n..3n: the smallest, or a signed zero
+        a(2 * n + r, n - 1 - r) = r % 2 ? 0.0 : -7.0;
+      }
+      const tensor x = tensor(a).to(dt).to(dev);
+      const auto plain = [&](bool largest) {
+        iv out;
+        for (std::size_t r = 0; r < a.shape(0); ++r) {
+          std::size_t best = 0;
+          for (std::size_t j = 0; j < n; ++j) {
+            const auto in = [&](double e) {  // the element as the tensor holds it
+              return dt == mg::f32 ? static_cast<double>(static_cast<float>(e)) : e;
+            };
+            const double v = in(a(r, j)), b = in(a(r, best));
+            if (std::isnan(b)) break;
+            if (std::isnan(v) || (largest ? v > b : v < b)) best = j;
+          }
+          out.push_back(static_cast<std::int64_t>(best));
+        }
+        return out;
+      };
+      SCOPED_TRACE(testing::Message() << (dt == mg::f32 ? "f32" : "f64") << ", n = " << n);
+      EXPECT_EQ(ints(mg::argmax(x, 1)), plain(true));
+      EXPECT_EQ(ints(mg::argmin(x, 1)), plain(false));
+      EXPECT_EQ(ints(mg::max(x, 1).indices), plain(true));
+      EXPECT_EQ(ints(mg::topk(x, 1, 1).indices), plain(true));
+    }
+  }
+}
+
 TEST_P(SelectionSemantics, MaxAndMinAlongADimGiveValuesAndIndices) {
   const mg::device dev = GetParam();
   const tensor x = tensor({{1.0, 3.0, 3.0}, {2.0, 2.0, 0.0}}, mg::f64).to(dev).requires_grad_();
@@ -131,8 +177,11 @@ TEST_P(SelectionSemantics, MisuseNamesTheOpAndTheShape) {
   mg_test::expect_error([&] { (void)mg::argmax(x, 2); }, {"argmax", "dim 2", "[2,3]"});
   mg_test::expect_error([&] { (void)mg::argmin(mg::zeros({0}, {.device = dev})); },
                         {"argmin", "[0]", "no elements"});
-  mg_test::expect_error([&] { (void)mg::max(mg::zeros({2, 0}, {.device = dev}), 1); },
-                        {"max", "dim 1", "[2,0]", "empty"});
+  mg_test::expect_error(
+      [&] {
+        (void)mg::max(mg::zeros({2, 0}, {.device = dev}), 1);
+      },
+      {"max", "dim 1", "[2,0]", "empty"});
 }
 
 // The values' gradients against central differences, first and second order (f64 and f32).
@@ -140,8 +189,8 @@ TEST_P(SelectionSemantics, ValuesGradientsMatchFiniteDifferences) {
   const mg::device dev = GetParam();
   for (const mg::dtype d : {mg::f64, mg::f32}) {
     const mg_test::array_options o{.dtype = d, .device = dev};
-    mg_test::check_arrays([](const mg::tensor_list& x) { return mg::max(x[0], 1, true).values * x[0]; },
-                          {{3, 4}}, o);
+    mg_test::check_arrays(
+        [](const mg::tensor_list& x) { return mg::max(x[0], 1, true).values * x[0]; }, {{3, 4}}, o);
     mg_test::check_arrays(
         [](const mg::tensor_list& x) { return mg::min(x[0] * x[0], 0, true).values; }, {{3, 4}}, o);
     mg_test::check_arrays(

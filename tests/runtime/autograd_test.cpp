@@ -337,6 +337,20 @@ TEST(RuntimeGrad, GradIsAccumulatedInPlace) {
   EXPECT_EQ(values(a.grad()), (std::vector<double>{10, 14}));
   EXPECT_EQ(values(s), (std::vector<double>{5, 7}));
 
+  // a computed gradient that nothing else holds becomes .grad without a copy (torch's
+  // AccumulateGrad steals it); one that the program also holds is copied
+  tensor b = mg::ones({3}, {.dtype = mg::f64, .requires_grad = true});
+  (b * 2.0).sum().backward();
+  tensor first_b = b.grad();
+  (b * 2.0).sum().backward();
+  EXPECT_EQ(values(first_b), (std::vector<double>{4, 4, 4}));
+  tensor kept = tensor({1., 2., 3.}, mg::f64);
+  tensor c = mg::ones({3}, {.dtype = mg::f64, .requires_grad = true});
+  c.register_hook([&](const tensor&) { return kept; });
+  (c * 2.0).sum().backward();
+  kept.add_(10.0);
+  EXPECT_EQ(values(c.grad()), (std::vector<double>{1, 2, 3}));
+
   // with create_graph the sum is a new tensor that carries its graph
   tensor w = tensor({2.}, mg::f64).requires_grad_();
   (w * w * w).sum().backward({.create_graph = true});

@@ -47,6 +47,9 @@ std::vector<xt::xarray<double>> workload(int n) {
     keep(mg::prod(mg::cos(y) * 0.001 + 1.0));
     keep(mg::logsumexp(y, 1));
     keep(mg::softmax(y, 0));
+    keep(mg::max(y, 1).indices.to(d));  // positions: rows by packs, in blocks of rows
+    keep(mg::argmin(y, 0).to(d));
+    keep(mg::topk(y, 3, 1).indices.to(d));
     const tensor g = mg::autograd::grad({mg::sum(y * y)}, {x})[0];  // fused backward kernels
     keep(g);
     tensor z = mg::zeros({300, 700}, {.dtype = d});

@@ -272,9 +272,13 @@ struct pack {
   template <class S>
   requires std::is_arithmetic_v<S> MG_INLINE friend pack pow(const pack& a, S p) {
     const double d = static_cast<double>(p);
-    // the common exponents first: compared, not rounded (this runs once per pack)
+    // the common exponents inline, compared, not rounded (this runs once per pack); the rest out
+    // of line, so that a loop's body stays small enough to inline pow's caller
     if (d == 2.0) return a.v * a.v;
     if (d == 1.0) return a;
+    return pow_other(a, d);
+  }
+  [[gnu::noinline]] static pack pow_other(const pack& a, double d) {
     if (d == std::trunc(d) && std::fabs(d) <= 64) {  // as detail::power on numbers, lane by lane
       long long n = static_cast<long long>(std::fabs(d));
       batch result(T(1)), base = a.v;

@@ -407,13 +407,23 @@ const engine_ops& task_ops();
 // a handle to .grad() (what an optimiser holds) sees them. With create_graph, or when the
 // existing .grad cannot take the sum in place (another dtype, an expanded or inference tensor),
 // the sum is a new tensor. retain_grad and backward's non-leaf .inputs accumulate out of place
-// (in_place false), as torch's retains_grad hook does.
+// (in_place false), as torch's retains_grad hook does. Into a leaf without .grad, a gradient
+// that nothing else holds (the engine's buffer alone holds it and its storage) and that owns
+// its contiguous storage becomes .grad without the copy, as torch's AccumulateGrad steals it.
 template <int = 0>
 void accumulate_into(const engine_ops& ops, tensor_impl& t, const impl_ptr& g,
                      bool in_place = false) {
   if (!g) return;
   if (!t.grad) {
-    t.grad = grad_mode() ? ops.clone(tensor(g)).impl() : copy_kernel(*g, g->dtype(), g->shape);
+    if (grad_mode()) {
+      t.grad = ops.clone(tensor(g)).impl();
+    } else if (in_place && g.use_count() == 1 && g->store.use_count() == 1 && !g->is_view &&
+               !g->base && !g->grad_fn && !g->is_inference && g->offset == 0 &&
+               g->is_contiguous()) {
+      t.grad = g;
+    } else {
+      t.grad = copy_kernel(*g, g->dtype(), g->shape);
+    }
     return;
   }
   const tensor_impl& c = *t.grad;

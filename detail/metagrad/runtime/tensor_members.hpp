@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <metagrad/backend/cpu.hpp>
 #include <metagrad/backend/tensor_kernels.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/ops/arithmetic.hpp>
@@ -262,7 +263,40 @@ std::vector<std::int64_t> tensor_top_positions(const tensor& x, const shape_t& a
                                                std::int64_t k, pick p) {
   const auto h = transfer_kernel(*x.impl(), device::cpu);
   return dispatch(h->dtype(), [&]<class T>(std::type_identity<T>) {
-    return top_positions(h->data<T>(), as, d, k, p);
+    const T* data = h->data<T>();
+    // x as [outer, n, inner]; blocks of slices in parallel, each as one thread alone would
+    std::int64_t outer = 1, inner = 1;
+    const std::int64_t n = as.empty() ? 1 : as[d];
+    for (std::size_t i = 0; i < as.size(); ++i) {
+      if (i < d) outer *= as[i];
+      if (i > d) inner *= as[i];
+    }
+    std::vector<std::int64_t> out(static_cast<std::size_t>(outer * k * inner));
+    if (out.empty()) return out;
+    const auto block = [&](std::int64_t o0, std::int64_t o1) {
+#if !MG_NVCC  // Note [nvcc and packs]
+      if constexpr (std::is_floating_point_v<T>) {
+        if (k == 1 && inner == 1 && p != pick::bottom) {  // rows: by packs
+          for (std::int64_t o = o0; o < o1; ++o)
+            out[static_cast<std::size_t>(o)] = p == pick::largest
+                                                   ? first_extreme_position<true>(data + o * n, n)
+                                                   : first_extreme_position<false>(data + o * n, n);
+          return;
+        }
+      }
+#endif
+      const auto part = top_positions(data + o0 * n * inner, {o1 - o0, n, inner}, 1, k, p);
+      std::copy(part.begin(), part.end(), out.begin() + o0 * k * inner);
+    };
+    const std::int64_t chunks =
+        std::min<std::int64_t>({intra_op_threads(), outer, outer * n * inner / parallel_grain});
+    if (chunks <= 1) {
+      block(0, outer);
+    } else {
+      parallel_chunks(chunks,
+                      [&](std::int64_t c) { block(outer * c / chunks, outer * (c + 1) / chunks); });
+    }
+    return out;
   });
 }
 template <int>

@@ -194,15 +194,30 @@ template <class X, class Y, class G>
 auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r, bool split) {
   const auto ye = unreduce(y, x, r);
   // the elements equal to the result; a NaN result came from the NaN elements
-  const auto hit = mg::where(mg::ne(x, x), mg::ne(ye, ye), mg::eq(x, ye));
+  const auto general_hits = [&] { return mg::where(mg::ne(x, x), mg::ne(ye, ye), mg::eq(x, ye)); };
   if constexpr (std::is_same_v<family_t<X>, expr_family> ||
                 std::is_same_v<family_t<X>, number_family>) {
-    return mg::where(hit, g, 0.0);  // 0-d: the one element is the result
+    return mg::where(general_hits(), g, 0.0);  // 0-d: the one element is the result
   } else {
+    const auto hit = [&] {
+      if constexpr (std::is_same_v<family_t<X>, tensor_family>) {
+        // without a NaN result (checked on the result, the small side) the hits are the elements
+        // equal to it: one comparison instead of three and a select of booleans
+        if (call(sum_op{}, indicator(mg::ne(y, y), y)).template item<double>() == 0)
+          return mg::eq(x, ye);
+      }
+      return general_hits();
+    }();
     const shape_t s = shape_of(x);
     if (split || r.all || s.empty()) {
-      const auto count = call(sum_op{r}, indicator(hit, x));
-      return mg::where(hit, unreduce(g / count, x, r), 0.0);
+      if constexpr (std::is_same_v<family_t<X>, tensor_family>) {
+        // one mask in x's dtype, counted and applied: torch's `grad / mask.sum() * mask`
+        const auto m = indicator(hit, x);
+        return m * unreduce(g / call(sum_op{r}, m), x, r);
+      } else {
+        const auto count = call(sum_op{r}, indicator(hit, x));
+        return mg::where(hit, unreduce(g / count, x, r), 0.0);
+      }
     }
     const std::size_t d = reduced_dim(r, s.size(), "max", s);
     const auto at = algebra<X>::iota(x, d);  // 0, 1, ... along d
