@@ -445,7 +445,12 @@ T packed_extreme(const T* p, std::int64_t n, T init) {
   using P = xsimd::batch<T>;
   constexpr std::int64_t w = P::size;
   const auto pick = [](const P& a, const P& v) {
-    return xsimd::select(Max ? v > a : v < a, v, a);  // a NaN in v is never picked here
+    // v where v > a (v < a), else a; where a lane is NaN, either (NaNs are tracked apart): one
+    // max or min instruction on x86 instead of a comparison and a blend
+    if constexpr (Max)
+      return xsimd::max(v, a);
+    else
+      return xsimd::min(v, a);
   };
   P a0(init), a1(init), a2(init), a3(init);
   // (xsimd's != is an ordered comparison: false at NaN, so isnan)

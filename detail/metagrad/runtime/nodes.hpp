@@ -262,6 +262,16 @@ struct op_node : graph_node {
     if (!grads[0]) return;
     const tensor g(std::move(grads[0]));
     const tensor_impl& gi = *g.impl();
+    if constexpr (std::is_same_v<Op, add_op>) {
+      // d/da (a + b) = d/db = g: a contiguous g is handed on as it is, not written once per
+      // operand (a broadcast g, as sum's gradient, is written out by the kernel below: the
+      // kernels that read it next, a reduction to a broadcast operand's shape, want rows)
+      if (!grad_mode() && gi.is_contiguous()) {
+        for (std::size_t i = 0; i < N; ++i)
+          if (!is_number(i) && next[edge_of(i)].function) out[edge_of(i)] = g.impl();
+        return;
+      }
+    }
     if constexpr (is_elementwise<Op>()) {
       if (!grad_mode()) {  // Note [One formula]: one kernel
         // the saved values: read in place when all is 0-d on the CPU, else unpacked
@@ -401,15 +411,15 @@ const engine_ops* engine_ops_of() {
 // The running task's table (engine.hpp).
 const engine_ops& task_ops();
 
-// Note [Accumulating .grad]: as torch's AccumulateGrad, the first gradient into t.grad is a copy
-// that owns its storage (a recorded clone with create_graph, so that it carries its graph), and
-// a leaf's later gradients are added into that tensor in place when create_graph is off, so that
+// Note [Accumulating .grad]: as torch's AccumulateGrad, the first gradient into t.grad is a
+// tensor that owns its storage: into a leaf, the gradient itself when nothing else holds it (the
+// engine's buffer alone holds it and its storage) and it is contiguous, as torch's AccumulateGrad
+// steals it; else a copy (a recorded clone with create_graph, so that it carries its graph). A
+// leaf's later gradients are added into that tensor in place when create_graph is off, so that
 // a handle to .grad() (what an optimiser holds) sees them. With create_graph, or when the
 // existing .grad cannot take the sum in place (another dtype, an expanded or inference tensor),
 // the sum is a new tensor. retain_grad and backward's non-leaf .inputs accumulate out of place
-// (in_place false), as torch's retains_grad hook does. Into a leaf without .grad, a gradient
-// that nothing else holds (the engine's buffer alone holds it and its storage) and that owns
-// its contiguous storage becomes .grad without the copy, as torch's AccumulateGrad steals it.
+// (in_place false) and copy, as torch's retains_grad hook does.
 template <int = 0>
 void accumulate_into(const engine_ops& ops, tensor_impl& t, const impl_ptr& g,
                      bool in_place = false) {
