@@ -1,5 +1,7 @@
 // Semantics of the shape, indexing and linear-algebra ops on known values (torch 1.13's): views
 // share storage and version counter, indices accumulate, matmul's shapes, and the errors.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include <metagrad/metagrad.hpp>
@@ -281,4 +283,48 @@ TEST(SplitGradients, GradcheckOfEveryOutput) {
         return tensor_list{mg::exp(s[1]), s[0] * s[0]};
       },
       {x}));
+}
+
+// sum_to of one broadcast value (every stride 0, as sum's gradient) is the value times the number
+// of its copies: on f32 the same bits as summing a contiguous copy, on f64 within one rounding;
+// other broadcast sources take the general sum. And the gradient of a broadcast operand of add,
+// which receives sum's broadcast gradient as it is.
+TEST(ShapeSemantics, SumToOfABroadcastSourceMatchesTheSum) {
+  for (const mg::dtype d : {mg::f32, mg::f64}) {
+    const tensor row = tensor({0.1, -2.5, 3.3}, d);
+    const tensor scalar = tensor(0.7, d);
+    struct check {
+      tensor source;
+      mg::shape_t to;
+    };
+    const std::vector<check> checks = {
+        {mg::expand(scalar, {6, 7}), {}},          // one value, to 0-d
+        {mg::expand(scalar, {6, 7}), {6, 1}},      // a kept broadcast dim
+        {mg::expand(scalar, {5, 6, 7}), {7}},      // leading dims
+        {mg::expand(scalar, {6, 7}).t(), {7, 1}},  // a transposed view
+        {mg::expand(row, {4, 5, 3}), {3}},         // a row: the general sum
+        {mg::expand(row, {4, 5, 3}), {5, 1}},
+        {mg::expand(mg::unsqueeze(row, 0), {2, 3}).t(), {3, 1}},
+    };
+    for (const auto& c : checks) {
+      SCOPED_TRACE(testing::Message() << "rank " << c.source.dim() << " to rank " << c.to.size());
+      const tensor fast = mg::sum_to(c.source, c.to);
+      const tensor plain = mg::sum_to(c.source.contiguous(), c.to);
+      EXPECT_EQ(fast.shape(), c.to);
+      EXPECT_EQ(fast.dtype(), d);
+      const auto f = fast.to_xtensor<double>(), p = plain.to_xtensor<double>();
+      if (d == mg::f32) {
+        EXPECT_EQ(f, p);
+      } else {
+        for (std::size_t i = 0; i < f.size(); ++i)
+          EXPECT_NEAR(f.data()[i], p.data()[i], 1e-15 * std::abs(p.data()[i]));
+      }
+    }
+  }
+  tensor x = mg::full({4, 3}, 0.5, {.dtype = mg::f64, .requires_grad = true});
+  tensor b = tensor({1.0, 2.0, 3.0}, mg::f64).requires_grad_();
+  (x + b).sum().backward();
+  EXPECT_EQ(b.grad().to_xtensor<double>(), (xt::xarray<double>{4.0, 4.0, 4.0}));
+  EXPECT_EQ(x.grad().to_xtensor<double>(), xt::ones<double>({4, 3}));
+  EXPECT_EQ(x.grad().impl()->strides, (mg::shape_t{3, 1}));  // .grad is materialised
 }

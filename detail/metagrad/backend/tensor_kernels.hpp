@@ -5,6 +5,7 @@
 // records: the graph is built by the callers (runtime/apply.hpp).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -154,6 +155,12 @@ inline void fill_into(tensor_impl& t, double value) {
   }
 }
 
+// The address of t's element (0, ..., 0).
+inline void* element_address(const tensor_impl& t) {
+  return static_cast<char*>(t.store->data) +
+         t.offset * static_cast<std::int64_t>(element_size(t.dtype()));
+}
+
 // Reduces x over the dimensions in `reduced` (a bit per dimension) into a contiguous tensor of
 // shape `shape` (x's shape without, or with extent 1 at, the reduced dimensions), with one of
 // the backend's reductions (sum, prod, max, min); `empty` fills the result of an empty input.
@@ -173,17 +180,24 @@ inline impl_ptr sum_kernel(const tensor_impl& x, std::uint32_t reduced, const sh
 
 // Sum of x over the dimensions along which `shape` was broadcast to x's shape.
 inline impl_ptr sum_to_kernel(const tensor_impl& x, const shape_t& shape) {
+  // one value broadcast (every stride 0, as the gradient of sum) on the CPU: the value times its
+  // number of copies, filled; on f32 the same bits as the sum (whose partial sums are exact in
+  // double), on f64 the exact sum rounded once
+  if (x.device() == device::cpu && is_floating(x.dtype()) && x.numel() > 0 &&
+      std::all_of(x.strides.begin(), x.strides.end(), [](std::int64_t s) { return s == 0; })) {
+    const std::int64_t copies = x.numel() / numel_of(shape);
+    if (copies < (std::int64_t{1} << 29)) {
+      const void* at = element_address(x);
+      const double v = x.dtype() == dtype::f64 ? *static_cast<const double*>(at)
+                                               : double{*static_cast<const float*>(at)};
+      return fill_kernel(shape, v * static_cast<double>(copies), x.dtype(), x.device());
+    }
+  }
   const std::size_t lead = x.shape.size() - shape.size();
   std::uint32_t reduced = 0;
   for (std::size_t i = 0; i < x.shape.size(); ++i)
     if (i < lead || (shape[i - lead] == 1 && x.shape[i] != 1)) reduced |= 1u << i;
   return sum_kernel(x, reduced, shape);
-}
-
-// The address of t's element (0, ..., 0).
-inline void* element_address(const tensor_impl& t) {
-  return static_cast<char*>(t.store->data) +
-         t.offset * static_cast<std::int64_t>(element_size(t.dtype()));
 }
 
 // One element of dtype d holding v, in place: a 0-d kernel operand that is a number (or a

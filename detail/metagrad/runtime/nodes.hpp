@@ -263,10 +263,10 @@ struct op_node : graph_node {
     const tensor g(std::move(grads[0]));
     const tensor_impl& gi = *g.impl();
     if constexpr (std::is_same_v<Op, add_op>) {
-      // d/da (a + b) = d/db = g: a contiguous g is handed on as it is, not written once per
-      // operand (a broadcast g, as sum's gradient, is written out by the kernel below: the
-      // kernels that read it next, a reduction to a broadcast operand's shape, want rows)
-      if (!grad_mode() && gi.is_contiguous()) {
+      // d/da (a + b) = d/db = g, handed on as it is, not written out once per operand (a
+      // broadcast g, as sum's gradient, is written only where it must be: a leaf's .grad; summed
+      // to a broadcast operand's shape it is a product: sum_to_kernel, tensor_kernels.hpp)
+      if (!grad_mode()) {
         for (std::size_t i = 0; i < N; ++i)
           if (!is_number(i) && next[edge_of(i)].function) out[edge_of(i)] = g.impl();
         return;
