@@ -63,6 +63,7 @@ set(METAGRAD_DETAIL_HEADERS
   # backend: the backend interface, the registry, the CPU backend, kernels made from op structs
   detail/metagrad/backend/backend.hpp
   detail/metagrad/backend/blas.hpp
+  detail/metagrad/backend/block_cache.hpp
   detail/metagrad/backend/cpu.hpp
   detail/metagrad/backend/element_kernels.hpp
   detail/metagrad/backend/host_cache.hpp
@@ -117,7 +118,10 @@ set(METAGRAD_DETAIL_HEADERS
 set(METAGRAD_CUDA_HEADERS
   cuda/metagrad/cuda.hpp
   cuda/metagrad/cuda/backend.hpp
+  cuda/metagrad/cuda/blas.hpp
   cuda/metagrad/cuda/functors.hpp
+  cuda/metagrad/cuda/memory.hpp
+  cuda/metagrad/cuda/stream.hpp
   cuda/metagrad/cuda/transforms.hpp
 )
 

@@ -13,8 +13,8 @@
 #include <metagrad/tensor.hpp>
 
 using mg::tensor;
-using mg::detail::host_class_of;
-using mg::detail::host_class_size;
+using mg::detail::block_class_of;
+using mg::detail::block_class_size;
 
 namespace {
 const void* data_of(const tensor& t) { return t.impl()->store->data; }
@@ -23,7 +23,7 @@ const void* data_of(const tensor& t) { return t.impl()->store->data; }
 TEST(HostCache, SizeClassesHoldTheRequestAndWasteAtMostAFifth) {
   std::size_t previous = 0;
   for (std::size_t n = 1; n < (std::size_t{1} << 40); n += 1 + n / 7) {
-    const std::size_t c = host_class_of(n), size = host_class_size(c);
+    const std::size_t c = block_class_of(n), size = block_class_size(c);
     ASSERT_GE(size, n) << n;
     if (n <= 512) {
       EXPECT_LT(size - n, 64u) << n;
@@ -32,12 +32,12 @@ TEST(HostCache, SizeClassesHoldTheRequestAndWasteAtMostAFifth) {
     }
     EXPECT_EQ(size % 64, 0u) << n;
     EXPECT_GE(c, previous) << n;             // larger requests never take a smaller class
-    EXPECT_EQ(host_class_of(size), c) << n;  // a class's own size is in that class
+    EXPECT_EQ(block_class_of(size), c) << n;  // a class's own size is in that class
     previous = c;
   }
-  EXPECT_EQ(host_class_size(host_class_of(4'000'000)), 4'194'304u);  // 2^21 * 2
-  EXPECT_EQ(host_class_size(host_class_of(513)), 640u);              // 512 * 1.25
-  EXPECT_LT(host_class_of(std::size_t{1} << 63), mg::detail::host_classes);
+  EXPECT_EQ(block_class_size(block_class_of(4'000'000)), 4'194'304u);  // 2^21 * 2
+  EXPECT_EQ(block_class_size(block_class_of(513)), 640u);              // 512 * 1.25
+  EXPECT_LT(block_class_of(std::size_t{1} << 63), mg::detail::block_classes);
 }
 
 TEST(HostCache, AReleasedBlockServesTheNextTensorOfItsClass) {

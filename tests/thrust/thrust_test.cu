@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include "device_memory_test.cpp"
 #include "ops_test.cpp"  // transforms_test.cpp is thrust_transforms_test.cu: two nvcc TUs build in parallel
 
 int main(int argc, char** argv) {

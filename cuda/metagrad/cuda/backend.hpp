@@ -26,10 +26,7 @@
 #endif
 
 #include <thrust/copy.h>
-#include <thrust/device_free.h>
-#include <thrust/device_malloc.h>
 #include <thrust/device_ptr.h>
-#include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
 #include <thrust/for_each.h>
@@ -37,8 +34,18 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/discard_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <thrust/iterator/transform_output_iterator.h>
 #include <thrust/reduce.h>
 #include <thrust/transform.h>
+
+#include <metagrad/cuda/blas.hpp>
+#include <metagrad/cuda/memory.hpp>
+#include <metagrad/cuda/stream.hpp>
+
+#if MG_CUDA_DEVICE
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
+#endif
 
 #include <metagrad/backend/backend.hpp>
 #include <metagrad/backend/element_kernels.hpp>
@@ -102,7 +109,7 @@ void forward(const void* op, mg::dtype value, const nd_space& s, const nd_operan
   mg::detail::dispatch_floating(value, [&]<class T>(std::type_identity<T>) {
     forward_fn<Op, T, N> f{*static_cast<const Op*>(op), s, out, {}};
     for (std::size_t k = 0; k < N; ++k) f.in[k] = in[k];
-    thrust::for_each(thrust::device, index_iterator(0), index_iterator(s.numel), f);
+    thrust::for_each(policy(), index_iterator(0), index_iterator(s.numel), f);
   });
 }
 
@@ -117,7 +124,7 @@ void backward(const void* op, mg::dtype value, const nd_space& s, const nd_opera
         f.in[k] = in[k];
         f.grads[k] = grads[k];
       }
-      thrust::for_each(thrust::device, index_iterator(0), index_iterator(s.numel), f);
+      thrust::for_each(policy(), index_iterator(0), index_iterator(s.numel), f);
     });
   }
 }
@@ -140,33 +147,37 @@ struct divide_by {
   MG_HD std::int64_t operator()(std::int64_t i) const { return i / n; }
 };
 
-inline void* allocate(std::size_t nbytes) {
-  try {
-    return thrust::device_malloc<unsigned char>(nbytes).get();
-  } catch (const std::bad_alloc&) {
-    mg::detail::fail("allocate: the device has no room for ", nbytes,
-                     " bytes; free tensors you no longer need (drop their handles) or use "
-                     "smaller batches");
-  }
-}
+struct times_by {
+  std::int64_t n;
+  MG_HD std::int64_t operator()(std::int64_t i) const { return i * n; }
+};
 
-inline void release(void* p, std::size_t) {
-  thrust::device_free(thrust::device_pointer_cast(static_cast<unsigned char*>(p)));
-}
-
+// Note [Asynchronous device work]: a copy to the host waits for the work before it on the
+// stream, and then for itself; a copy from the host returns once the source was read.
 inline void to_host(void* dst, const void* src, std::size_t nbytes) {
-  thrust::copy_n(thrust::device_pointer_cast(static_cast<const unsigned char*>(src)), nbytes,
-                 static_cast<unsigned char*>(dst));
+#if MG_CUDA_DEVICE
+  const cudaStream_t s = current_stream().native_handle();
+  check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, s), "to(cpu)");
+  check(cudaStreamSynchronize(s), "to(cpu)");
+#else
+  thrust::copy_n(policy(), thrust::device_pointer_cast(static_cast<const unsigned char*>(src)),
+                 nbytes, static_cast<unsigned char*>(dst));
+#endif
 }
 
 inline void from_host(void* dst, const void* src, std::size_t nbytes) {
+#if MG_CUDA_DEVICE
+  check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, current_stream().native_handle()),
+        "to(cuda)");
+#else
   thrust::copy_n(static_cast<const unsigned char*>(src), nbytes,
                  thrust::device_pointer_cast(static_cast<unsigned char*>(dst)));
+#endif
 }
 
 inline void fill(void* dst, mg::dtype d, std::int64_t n, double value) {
   mg::detail::dispatch(d, [&]<class T>(std::type_identity<T>) {
-    thrust::fill_n(thrust::device, static_cast<T*>(dst), n, static_cast<T>(value));
+    thrust::fill_n(policy(), static_cast<T*>(dst), n, static_cast<T>(value));
   });
 }
 
@@ -174,7 +185,7 @@ inline void copy(const nd_space& s, mg::dtype out_t, const nd_operand& out, mg::
                  const nd_operand& in) {
   mg::detail::dispatch(out_t, [&]<class O>(std::type_identity<O>) {
     mg::detail::dispatch(in_t, [&]<class I>(std::type_identity<I>) {
-      thrust::for_each(thrust::device, index_iterator(0), index_iterator(s.numel),
+      thrust::for_each(policy(), index_iterator(0), index_iterator(s.numel),
                        copy_fn<O, I>{s, out, in});
     });
   });
@@ -185,9 +196,9 @@ struct plus_fn {
   static A identity() {
     return A(0);
   }
-  template <class A>
-  MG_HD A operator()(A a, A b) const {
-    return a + b;
+  template <class X, class Y>  // CUB may pass the output's type on one side
+  MG_HD std::common_type_t<X, Y> operator()(X a, Y b) const {
+    return std::common_type_t<X, Y>(a) + std::common_type_t<X, Y>(b);
   }
 };
 struct times_fn {
@@ -195,9 +206,9 @@ struct times_fn {
   static A identity() {
     return A(1);
   }
-  template <class A>
-  MG_HD A operator()(A a, A b) const {
-    return a * b;
+  template <class X, class Y>
+  MG_HD std::common_type_t<X, Y> operator()(X a, Y b) const {
+    return std::common_type_t<X, Y>(a) * std::common_type_t<X, Y>(b);
   }
 };
 template <bool Max>
@@ -210,9 +221,10 @@ struct extreme_fn {  // NaN wins, as in torch
       return Max ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
     }
   }
-  template <class A>
-  MG_HD A operator()(A a, A b) const {
-    return mg::detail::pick_extreme<Max>(a, b);
+  template <class X, class Y>
+  MG_HD std::common_type_t<X, Y> operator()(X a, Y b) const {
+    using C = std::common_type_t<X, Y>;
+    return mg::detail::pick_extreme<Max>(C(a), C(b));
   }
 };
 
@@ -258,21 +270,42 @@ void reduce(mg::dtype d, const nd_space& s, const nd_operand& x, std::uint32_t r
       const auto values =
           thrust::make_transform_iterator(index_iterator(0), gather_as_fn<T, A>{p, px});
       T* const result = static_cast<T*>(out);  // Note [Raw device pointers]
-      if (reduced_count == s.numel) {
-        const A total = thrust::reduce(thrust::device, values, values + s.numel,
+      const std::int64_t segments = s.numel / reduced_count;
+#if MG_CUDA_DEVICE
+      // CUB on the current stream, the result written on the device (no host wait): one
+      // reduction, or one segment (a block of threads) per output element.
+      const auto results = thrust::make_transform_output_iterator(result, narrow_as_fn<A, T>{});
+      const cudaStream_t stream = current_stream().native_handle();
+      const auto run = [&](void* temp, std::size_t& bytes) {
+        if (segments == 1)
+          return cub::DeviceReduce::Reduce(temp, bytes, values, results, s.numel, Op{},
+                                           Op::template identity<A>(), stream);
+        const auto starts =
+            thrust::make_transform_iterator(index_iterator(0), times_by{reduced_count});
+        return cub::DeviceSegmentedReduce::Reduce(temp, bytes, values, results, segments, starts,
+                                                  starts + 1, Op{}, Op::template identity<A>(),
+                                                  stream);
+      };
+      std::size_t bytes = 0;
+      check(run(nullptr, bytes), "reduce");
+      scratch<unsigned char> temp(bytes);
+      check(run(temp.data(), bytes), "reduce");
+#else
+      if (segments == 1) {
+        const A total = thrust::reduce(policy(), values, values + s.numel,
                                        Op::template identity<A>(), Op{});
-        thrust::fill_n(thrust::device, result, 1, static_cast<T>(total));
+        thrust::fill_n(policy(), result, 1, static_cast<T>(total));
       } else {
-        thrust::device_vector<A> acc(static_cast<std::size_t>(s.numel / reduced_count));
+        scratch<A> acc(static_cast<std::size_t>(segments));
         const auto keys =
             thrust::make_transform_iterator(index_iterator(0), divide_by{reduced_count});
-        thrust::reduce_by_key(thrust::device, keys, keys + s.numel, values,
-                              thrust::make_discard_iterator(), thrust::raw_pointer_cast(acc.data()),
+        thrust::reduce_by_key(policy(), keys, keys + s.numel, values,
+                              thrust::make_discard_iterator(), acc.data(),
                               thrust::equal_to<std::int64_t>{}, Op{});
-        thrust::transform(thrust::device, thrust::raw_pointer_cast(acc.data()),
-                          thrust::raw_pointer_cast(acc.data()) + acc.size(), result,
+        thrust::transform(policy(), acc.data(), acc.data() + segments, result,
                           narrow_as_fn<A, T>{});
       }
+#endif
     }
   });
 }
@@ -287,7 +320,8 @@ inline constexpr mg::detail::backend thrust_backend{"thrust",
                                                     &reduce<plus_fn, true>,
                                                     &reduce<times_fn, true>,
                                                     &reduce<extreme_fn<true>, false>,
-                                                    &reduce<extreme_fn<false>, false>};
+                                                    &reduce<extreme_fn<false>, false>,
+                                                    &gemm};
 
 template <class... Ops>
 bool register_list(op_list<Ops...>);

@@ -57,6 +57,16 @@ MG_HD inline std::int64_t nd_offset(const nd_space& s, const nd_operand& o, std:
   return off;
 }
 
+/// One operand of a batched matrix product: element (i, j) of matrix b is at
+/// data + b * batch_stride + (transposed ? i + j * ld : i * ld + j), in elements. ld is at least
+/// the row length of the layout (columns, or rows when transposed), and at least 1.
+struct gemm_matrix {
+  const void* data = nullptr;
+  bool transposed = false;
+  std::int64_t ld = 1;
+  std::int64_t batch_stride = 0;
+};
+
 /// What every backend provides besides the per-op kernels. Every kernel writes its output;
 /// operands are of one dtype except in `copy`, which converts.
 struct backend {
@@ -78,6 +88,12 @@ struct backend {
   reduction prod;
   reduction max;
   reduction min;
+  // c[b] (m x n, contiguous, batch stride m*n) = a[b] (m x k) times b[b] (k x n), for b in
+  // [0, batch), f32 or f64, accumulated in the element type (as BLAS). Null in the CPU's table: the
+  // runtime calls BLAS itself there (backend/blas.hpp).
+  using gemm_fn = void (*)(dtype d, std::int64_t batch, std::int64_t m, std::int64_t k,
+                           std::int64_t n, const gemm_matrix& a, const gemm_matrix& b, void* c);
+  gemm_fn gemm = nullptr;
 };
 
 /// An elementwise op's kernels on one backend. `value` is the dtype the op computes in; inputs

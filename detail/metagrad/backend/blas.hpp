@@ -54,4 +54,32 @@ impl_ptr matmul_kernel(const tensor_impl& a, const tensor_impl& b) {
   return out;
 }
 
+// The same products on a device, by its backend's gemm: 2-D operands as they are laid out (a
+// transposed view included), or `batch` contiguous (m,k) and (k,n) matrices into `shape`.
+template <int = 0>
+impl_ptr device_matmul_kernel(const tensor_impl& a, const tensor_impl& b, std::int64_t batch = 1,
+                              const shape_t* result_shape = nullptr) {
+  const std::size_t r = a.shape.size();
+  const std::int64_t m = a.shape[r - 2], k = a.shape[r - 1], n = b.shape[b.shape.size() - 1];
+  const shape_t shape = result_shape ? *result_shape : shape_t{m, n};
+  const backend& be = backend_of(a.device(), "matmul");
+  if (m == 0 || n == 0 || k == 0 || batch == 0)
+    return fill_kernel(shape, 0.0, a.dtype(), a.device());
+  auto out = make_impl(shape, a.dtype(), a.device());
+  const auto matrix = [&](const gemm_operand& g, std::int64_t rows, std::int64_t cols) {
+    const auto* base = static_cast<const unsigned char*>(g.t->store->data) +
+                       g.t->offset * static_cast<std::int64_t>(element_size(g.t->dtype()));
+    return gemm_matrix{base, g.op == 'T', g.ld, batch > 1 ? rows * cols : 0};
+  };
+  if (batch == 1) {
+    const gemm_operand A = as_gemm_operand(a), B = as_gemm_operand(b);
+    be.gemm(a.dtype(), 1, m, k, n, matrix(A, m, k), matrix(B, k, n), out->store->data);
+  } else {  // contiguous batches: each matrix row-major
+    const gemm_operand A{nullptr, &a, 'N', static_cast<int>(k)},
+        B{nullptr, &b, 'N', static_cast<int>(n)};
+    be.gemm(a.dtype(), batch, m, k, n, matrix(A, m, k), matrix(B, k, n), out->store->data);
+  }
+  return out;
+}
+
 }  // namespace mg::detail

@@ -42,6 +42,15 @@
 #define MG_NVCC 0
 #endif
 
+// MG_EXEC_CHECK_DISABLE precedes an MG_HD template that is also instantiated for host-only types
+// (tensors): nvcc then checks the calls of each instantiation where it is used, not that a host
+// instantiation calls host functions (which it would warn about in every .cu file using tensors).
+#if defined(__CUDACC__)
+#define MG_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
+#else
+#define MG_EXEC_CHECK_DISABLE
+#endif
+
 // MG_INLINE forces inlining on the hot paths of the static engine. Without it clang stops
 // fusing sin/cos into sincos and loses 18% to 50% against a hand-written sweep (in callgrind's
 // instruction counts).

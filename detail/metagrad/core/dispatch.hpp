@@ -137,6 +137,7 @@ constexpr decltype(auto) canonical(const X& x) {
 }
 
 // Applies op to args in the evaluator of their family. See the comment at the top.
+MG_EXEC_CHECK_DISABLE
 template <class Op, class... X>
 MG_HD MG_INLINE constexpr auto call(const Op& op, const X&... x) {
   using F = family_t<X...>;
@@ -165,6 +166,7 @@ auto call_in_scope(const call_site& site, const Op& op, const X&... x) {
 
 // call(op, x...) from a public function called at `site`: on tensors the node it records
 // names that call (Note [Call sites]); elsewhere the site is unused.
+MG_EXEC_CHECK_DISABLE
 template <class Op, class... X>
 MG_HD MG_INLINE constexpr auto call_at(const call_site& site, const Op& op, const X&... x) {
   if constexpr (std::is_same_v<family_t<X...>, tensor_family>) {

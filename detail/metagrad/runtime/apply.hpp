@@ -348,10 +348,6 @@ struct algebra_impl<tensor> {
     const auto& ai = *a.impl();
     const auto& bi = *b.impl();
     check_same_device(ai, bi, op);
-    if (ai.device() != device::cpu)
-      fail(op, ": the operands (shapes ", shape_string(ai.shape), " and ", shape_string(bi.shape),
-           ") are on device cuda; matrix products on the device come with cuBLAS in a later "
-           "release: move them with .to(mg::device::cpu)");
     if (ai.dtype() != bi.dtype() || !is_floating(ai.dtype()))
       fail(op, ": expected both operands of one floating dtype, got ", dtype_name(ai.dtype()),
            " and ", dtype_name(bi.dtype()), "; convert one with .to(mg::",
@@ -359,7 +355,9 @@ struct algebra_impl<tensor> {
                                                                            : dtype::f32),
            ")");
     const matmul_plan p = plan_matmul(ai.shape, bi.shape, op);
-    if (ai.shape.size() == 2 && bi.shape.size() == 2) return tensor(matmul_kernel(ai, bi));
+    const bool on_cpu = ai.device() == device::cpu;
+    if (ai.shape.size() == 2 && bi.shape.size() == 2)
+      return tensor(on_cpu ? matmul_kernel(ai, bi) : device_matmul_kernel(ai, bi));
     // promote 1-D operands, broadcast the batch dimensions into contiguous copies
     const auto full = [](const tensor_impl& x, const shape_t& promoted, const shape_t& to) {
       const auto v = alias_of(x);
@@ -371,6 +369,7 @@ struct algebra_impl<tensor> {
     if (pa.size() == 1) pa = {1, pa[0]};
     if (pb.size() == 1) pb = {pb[0], 1};
     const auto A = full(ai, pa, p.a_full), B = full(bi, pb, p.b_full);
+    if (!on_cpu) return tensor(device_matmul_kernel(*A, *B, numel_of(p.batch), &p.out));
     auto out = make_impl(p.out, ai.dtype(), device::cpu);
     dispatch_floating(ai.dtype(), [&]<class T>(std::type_identity<T>) {
       batched_gemm(A->template data<T>(), B->template data<T>(), out->template data<T>(),
@@ -453,7 +452,40 @@ struct algebra_impl<tensor> {
   // a template in name only: its add kernel is instantiated with index_select's backward
   template <int I = 0>
   static tensor index_add(const tensor& g, const shape_t& shape, std::size_t d,
-                          const std::vector<std::int64_t>& idx);
+                          const std::vector<std::int64_t>& idx) {
+    const auto& gi = *g.impl();
+    tensor out(fill_kernel(shape, 0.0, gi.dtype(), gi.device()));
+    if (shape.empty()) return clone(g);  // a 0-d input and one index 0 (index_select_op)
+    if (gi.device() == device::cpu) {    // whole slices in one loop
+      const auto c = transfer_kernel(gi, device::cpu);  // contiguous
+      const slices_along at(shape, d);
+      const auto m = static_cast<std::int64_t>(idx.size());
+      dispatch(gi.dtype(), [&]<class T>(std::type_identity<T>) {
+        const T* src = c->data<T>();
+        T* dst = lazy<I>(*out.impl()).template data<T>();
+        for (std::int64_t o = 0; o < at.outer; ++o)
+          for (std::int64_t k = 0; k < m; ++k) {
+            T* to = dst + (o * at.n + idx[static_cast<std::size_t>(k)]) * at.inner;
+            const T* from = src + (o * m + k) * at.inner;
+            for (std::int64_t i = 0; i < at.inner; ++i) {
+              if constexpr (std::is_same_v<T, bool>)
+                to[i] = to[i] || from[i];
+              else
+                to[i] += from[i];
+            }
+          }
+      });
+      return out;
+    }
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      const tensor dst = select(out, d, idx[k]), src = select(g, d, static_cast<std::int64_t>(k));
+      const auto& di = lazy<I>(*dst.impl());
+      copy_into(*dst.impl(), *elementwise_kernel(
+                                 add_op{}, std::array<const tensor_impl*, 2>{&di, src.impl().get()},
+                                 di.shape, gi.dtype(), gi.dtype()));
+    }
+    return out;
+  }
   template <class... T>
   static tensor cat(std::size_t d, const shape_t& shape, const T&... x) {
     return cat_list(d, shape, {x...});
@@ -503,42 +535,5 @@ struct algebra_impl<tensor> {
     return xi.is_contiguous() ? x : tensor(copy_kernel(xi, xi.dtype(), xi.shape));
   }
 };
-
-template <int I>
-tensor algebra_impl<tensor>::index_add(const tensor& g, const shape_t& shape, std::size_t d,
-                                       const std::vector<std::int64_t>& idx) {
-  const auto& gi = *g.impl();
-  tensor out(fill_kernel(shape, 0.0, gi.dtype(), gi.device()));
-  if (shape.empty()) return clone(g);  // a 0-d input and one index 0 (index_select_op)
-  if (gi.device() == device::cpu) {    // whole slices in one loop
-    const auto c = transfer_kernel(gi, device::cpu);  // contiguous
-    const slices_along at(shape, d);
-    const auto m = static_cast<std::int64_t>(idx.size());
-    dispatch(gi.dtype(), [&]<class T>(std::type_identity<T>) {
-      const T* src = c->data<T>();
-      T* dst = lazy<I>(*out.impl()).template data<T>();
-      for (std::int64_t o = 0; o < at.outer; ++o)
-        for (std::int64_t k = 0; k < m; ++k) {
-          T* to = dst + (o * at.n + idx[static_cast<std::size_t>(k)]) * at.inner;
-          const T* from = src + (o * m + k) * at.inner;
-          for (std::int64_t i = 0; i < at.inner; ++i) {
-            if constexpr (std::is_same_v<T, bool>)
-              to[i] = to[i] || from[i];
-            else
-              to[i] += from[i];
-          }
-        }
-    });
-    return out;
-  }
-  for (std::size_t k = 0; k < idx.size(); ++k) {
-    const tensor dst = select(out, d, idx[k]), src = select(g, d, static_cast<std::int64_t>(k));
-    const auto& di = lazy<I>(*dst.impl());
-    copy_into(*dst.impl(), *elementwise_kernel(
-                               add_op{}, std::array<const tensor_impl*, 2>{&di, src.impl().get()},
-                               di.shape, gi.dtype(), gi.dtype()));
-  }
-  return out;
-}
 
 }  // namespace mg::detail

@@ -129,9 +129,82 @@ class saved_variable {
 
   // Saves t for the backward of `owner` (named `op` in messages); `is_output`: t is an output of
   // owner. check_version false: backward reads only the shape (saved::input_shapes).
-  template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
+  template <int I = 0>  // Note [Lazy members] in runtime/lazy.hpp
   void save(const impl_ptr& t, bool is_output, bool check_version, const char* op,
-            operand_edge from = {});
+            operand_edge from = {}) {
+    MG_DETAIL_LAZY_ENGINE(I);
+    if (!t) return;
+    if (t->is_inference)
+      fail(op, ": an inference tensor (created under mg::inference_mode_guard; shape ",
+           shape_string(t->shape),
+           ") cannot be saved for backward; make a normal tensor of it with clone() outside "
+           "inference mode, or run the whole computation in inference mode");
+    check_version_ = check_version;
+    output_nr_ = t->output_nr;
+    if (!check_version) {
+      // only the shape is read (saved::input_shapes): a tensor without elements that describes t
+      auto v = std::make_shared<view>();
+      v->store = empty_storage(t->dtype(), t->device());
+      v->set_dims(t->shape, t->strides);
+      payload_ = std::move(v);
+      kind_ = kind::shape;
+      return;
+    }
+    auto& hooks = saved_hooks();
+    if (!hooks.stack.empty()) {
+      auto e = std::make_shared<packed_entry>();
+      e->is_output = is_output;
+      e->shape = t->shape;
+      e->dtype = t->dtype();
+      e->device = t->device();
+      if (!is_output) e->history = t->grad_fn ? t->grad_fn : gradient_edge(t).function;
+      const std::uint64_t version = t->store->version;
+      e->packed = (*hooks.stack.back())(is_output ? alias_of(*t) : t);
+      if (t->store->version != version)
+        fail(op, ": A saved tensor pack hook is modifying its input in place (a tensor of shape ",
+             shape_string(t->shape), " went from version ", version, " to ", t->store->version,
+             "); the tensor is the one the graph keeps, so a pack hook must not write to it: "
+             "return a modified copy (clone() it first) instead");
+      payload_ = std::move(e);
+      kind_ = kind::packed;
+      return;
+    }
+    word_ = t->store->version;
+    if (t->wrapped_number && !t->requires_grad && t->store->device == mg::device::cpu) {
+      // a C++ number operand: its value, in double (f32 and i64 numbers round-trip through it)
+      double v = 0;
+      dispatch(t->dtype(), [&]<class T>(std::type_identity<T>) {
+        v = static_cast<double>(*t->template data<T>());
+      });
+      word_ = std::bit_cast<std::uint64_t>(v);
+      number_dtype_ = t->dtype();
+      number_device_ = t->device();
+      kind_ = kind::number;
+    } else if (t->requires_grad && !t->grad_fn && !is_output) {
+      payload_ = t;
+      kind_ = kind::leaf;
+    } else {
+      kind_ = is_output ? kind::output : kind::input;
+      const bool history = !is_output && t->grad_fn;
+      edge_history_ =
+          history && from.e && from.e->function == t->grad_fn && from.e->input_nr == t->output_nr;
+      if (edge_history_) output_nr_ = from.index;
+      if (t->shape.empty() && t->offset == 0 && (!history || edge_history_) && !t->wrapped_number &&
+          (is_output || t->store->detaches == 0)) {
+        payload_ = t->store;
+        bare_ = true;
+        return;
+      }
+      auto v = std::make_shared<view>();
+      v->store = t->store;
+      v->set_dims(t->shape, t->strides);
+      v->offset = t->offset;
+      if (history && !edge_history_) v->grad_fn = t->grad_fn;
+      v->wrapped_number = !is_output && t->wrapped_number;
+      v->detaches = t->store->detaches;
+      payload_ = std::move(v);
+    }
+  }
 
   // The saved tensor (null if nothing was saved), its grad_fn re-attached.
   template <int = 0>  // Note [Lazy members] in runtime/lazy.hpp
@@ -234,83 +307,6 @@ class saved_variable {
   bool bare_ : 1 = false;          // a 0-d input or output at offset 0: its storage is the payload
   bool edge_history_ : 1 = false;  // an input's grad_fn is its owner's edge output_nr_
 };
-
-template <int I>
-void saved_variable::save(const impl_ptr& t, bool is_output, bool check_version, const char* op,
-                          operand_edge from) {
-  MG_DETAIL_LAZY_ENGINE(I);
-  if (!t) return;
-  if (t->is_inference)
-    fail(op, ": an inference tensor (created under mg::inference_mode_guard; shape ",
-         shape_string(t->shape),
-         ") cannot be saved for backward; make a normal tensor of it with clone() outside "
-         "inference mode, or run the whole computation in inference mode");
-  check_version_ = check_version;
-  output_nr_ = t->output_nr;
-  if (!check_version) {
-    // only the shape is read (saved::input_shapes): a tensor without elements that describes t
-    auto v = std::make_shared<view>();
-    v->store = empty_storage(t->dtype(), t->device());
-    v->set_dims(t->shape, t->strides);
-    payload_ = std::move(v);
-    kind_ = kind::shape;
-    return;
-  }
-  auto& hooks = saved_hooks();
-  if (!hooks.stack.empty()) {
-    auto e = std::make_shared<packed_entry>();
-    e->is_output = is_output;
-    e->shape = t->shape;
-    e->dtype = t->dtype();
-    e->device = t->device();
-    if (!is_output) e->history = t->grad_fn ? t->grad_fn : gradient_edge(t).function;
-    const std::uint64_t version = t->store->version;
-    e->packed = (*hooks.stack.back())(is_output ? alias_of(*t) : t);
-    if (t->store->version != version)
-      fail(op, ": A saved tensor pack hook is modifying its input in place (a tensor of shape ",
-           shape_string(t->shape), " went from version ", version, " to ", t->store->version,
-           "); the tensor is the one the graph keeps, so a pack hook must not write to it: "
-           "return a modified copy (clone() it first) instead");
-    payload_ = std::move(e);
-    kind_ = kind::packed;
-    return;
-  }
-  word_ = t->store->version;
-  if (t->wrapped_number && !t->requires_grad && t->store->device == mg::device::cpu) {
-    // a C++ number operand: its value, in double (f32 and i64 numbers round-trip through it)
-    double v = 0;
-    dispatch(t->dtype(), [&]<class T>(std::type_identity<T>) {
-      v = static_cast<double>(*t->template data<T>());
-    });
-    word_ = std::bit_cast<std::uint64_t>(v);
-    number_dtype_ = t->dtype();
-    number_device_ = t->device();
-    kind_ = kind::number;
-  } else if (t->requires_grad && !t->grad_fn && !is_output) {
-    payload_ = t;
-    kind_ = kind::leaf;
-  } else {
-    kind_ = is_output ? kind::output : kind::input;
-    const bool history = !is_output && t->grad_fn;
-    edge_history_ =
-        history && from.e && from.e->function == t->grad_fn && from.e->input_nr == t->output_nr;
-    if (edge_history_) output_nr_ = from.index;
-    if (t->shape.empty() && t->offset == 0 && (!history || edge_history_) && !t->wrapped_number &&
-        (is_output || t->store->detaches == 0)) {
-      payload_ = t->store;
-      bare_ = true;
-      return;
-    }
-    auto v = std::make_shared<view>();
-    v->store = t->store;
-    v->set_dims(t->shape, t->strides);
-    v->offset = t->offset;
-    if (history && !edge_history_) v->grad_fn = t->grad_fn;
-    v->wrapped_number = !is_output && t->wrapped_number;
-    v->detaches = t->store->detaches;
-    payload_ = std::move(v);
-  }
-}
 
 // A 0-d tensor holding v (kernels of tensor_kernels.hpp; declared here to keep saved.hpp below
 // them).

@@ -1,0 +1,226 @@
+// Streams and events of device cuda: where the Thrust backend enqueues its work.
+//
+// Note [Asynchronous device work]: a kernel of the Thrust backend is enqueued on the calling
+// thread's current stream (the default stream, or the one a stream_guard names) with
+// thrust::cuda::par_nosync, and the host goes on at once. The host waits only where a value
+// crosses to it: item(), .to(mg::device::cpu), to_xtensor, a check that needs device data, or
+// synchronize(). Work on one stream runs in the order it was enqueued, which is what makes the
+// caching allocator's reuse safe (Note [Caching allocator]). On the CPP and OMP device systems
+// (Thrust on the CPU, as the tests run it) every call completes before it returns; streams and
+// events keep their meaning there, so a program runs unchanged on either.
+//
+// ```cpp
+// mg::cuda::stream s = mg::cuda::stream::create();
+// {
+//   mg::cuda::stream_guard on_s(s);  // work of this thread goes to s
+//   loss = step(batch);
+// }
+// s.synchronize();
+// ```
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include <thrust/detail/config.h>
+
+#include <metagrad/error.hpp>
+
+#if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CUDA
+#include <cuda_runtime_api.h>
+/// 1 where the Thrust backend runs on a GPU, 0 on the CPP and OMP device systems.
+#define MG_CUDA_DEVICE 1
+#else
+#define MG_CUDA_DEVICE 0
+#endif
+
+namespace mg::cuda {
+
+#if MG_CUDA_DEVICE
+using native_stream = cudaStream_t;
+using native_event = cudaEvent_t;
+#else
+using native_stream = std::uintptr_t;  // a name: the work itself is synchronous
+using native_event = std::chrono::steady_clock::time_point;
+#endif
+
+namespace detail {
+
+#if MG_CUDA_DEVICE
+/// An mg::error naming the call and the CUDA runtime's message, unless e is cudaSuccess.
+inline void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // clear a sticky-free error so that later calls may succeed
+    mg::detail::fail(what, ": CUDA error ", static_cast<int>(e), " (", cudaGetErrorString(e), ")");
+  }
+}
+#endif
+
+struct stream_state {
+  native_stream handle{};
+  bool owned = false;
+  ~stream_state() {
+#if MG_CUDA_DEVICE
+    if (owned) (void)cudaStreamDestroy(handle);
+#endif
+  }
+};
+
+}  // namespace detail
+
+/// A queue of device work: a shared handle (copies name the same stream). A default-constructed
+/// stream is the device's default stream.
+class stream {
+ public:
+  stream() = default;
+
+  /// A new stream, destroyed when its last copy goes (after its work completes). It does not
+  /// synchronise with the default stream.
+  static stream create() {
+    auto s = std::make_shared<detail::stream_state>();
+#if MG_CUDA_DEVICE
+    detail::check(cudaStreamCreateWithFlags(&s->handle, cudaStreamNonBlocking), "stream::create");
+#else
+    static std::atomic<std::uintptr_t> next{0};
+    s->handle = ++next;  // only a name
+#endif
+    s->owned = true;
+    return stream(std::move(s));
+  }
+
+  /// A stream created elsewhere (by cudaStreamCreate, or another library); not destroyed here.
+  static stream wrap(native_stream handle) {
+    auto s = std::make_shared<detail::stream_state>();
+    s->handle = handle;
+    return stream(std::move(s));
+  }
+
+  native_stream native_handle() const { return state_ ? state_->handle : native_stream{}; }
+
+  /// Waits until every piece of work enqueued on this stream so far has completed.
+  void synchronize() const {
+#if MG_CUDA_DEVICE
+    detail::check(cudaStreamSynchronize(native_handle()), "stream::synchronize");
+#endif
+  }
+
+  friend bool operator==(const stream& a, const stream& b) {
+    return a.native_handle() == b.native_handle();
+  }
+
+ private:
+  explicit stream(std::shared_ptr<detail::stream_state> s) : state_(std::move(s)) {}
+  std::shared_ptr<detail::stream_state> state_;
+};
+
+namespace detail {
+inline stream& current_stream_slot() {
+  thread_local stream current;
+  return current;
+}
+/// The cache key of the current stream (Note [Caching allocator]).
+inline std::uintptr_t current_stream_key() {
+  const native_stream s = current_stream_slot().native_handle();
+#if MG_CUDA_DEVICE
+  return reinterpret_cast<std::uintptr_t>(s);
+#else
+  return s;
+#endif
+}
+}  // namespace detail
+
+/// The stream on which this thread's device work is enqueued.
+inline stream current_stream() { return detail::current_stream_slot(); }
+
+/// Makes `s` the current stream of this thread until the guard goes out of scope.
+class stream_guard {
+ public:
+  explicit stream_guard(stream s) : previous_(detail::current_stream_slot()) {
+    detail::current_stream_slot() = std::move(s);
+  }
+  ~stream_guard() { detail::current_stream_slot() = std::move(previous_); }
+  stream_guard(const stream_guard&) = delete;
+  stream_guard& operator=(const stream_guard&) = delete;
+
+ private:
+  stream previous_;
+};
+
+/// Waits until all work on the device has completed.
+inline void synchronize() {
+#if MG_CUDA_DEVICE
+  detail::check(cudaDeviceSynchronize(), "synchronize");
+#endif
+}
+
+/// A point in a stream's work, for timing and for ordering work between streams.
+class event {
+ public:
+  event() {
+#if MG_CUDA_DEVICE
+    detail::check(cudaEventCreate(&e_), "event");
+#endif
+  }
+  ~event() {
+#if MG_CUDA_DEVICE
+    (void)cudaEventDestroy(e_);
+#endif
+  }
+  event(const event&) = delete;
+  event& operator=(const event&) = delete;
+
+  /// Marks the point after the work enqueued on `s` so far.
+  void record(const stream& s = current_stream()) {
+#if MG_CUDA_DEVICE
+    detail::check(cudaEventRecord(e_, s.native_handle()), "event::record");
+#else
+    (void)s;
+    e_ = std::chrono::steady_clock::now();
+#endif
+    recorded_ = true;
+  }
+
+  /// Waits until the recorded point is reached.
+  void synchronize() const {
+    require_recorded("event::synchronize");
+#if MG_CUDA_DEVICE
+    detail::check(cudaEventSynchronize(e_), "event::synchronize");
+#endif
+  }
+
+  /// Makes the future work of `s` wait for the recorded point (without blocking the host).
+  void block(const stream& s) const {
+    require_recorded("event::block");
+#if MG_CUDA_DEVICE
+    detail::check(cudaStreamWaitEvent(s.native_handle(), e_, 0), "event::block");
+#else
+    (void)s;
+#endif
+  }
+
+  /// Milliseconds from this event to `end`, both recorded; waits for `end`.
+  float elapsed_ms(const event& end) const {
+    require_recorded("event::elapsed_ms");
+    end.require_recorded("event::elapsed_ms");
+#if MG_CUDA_DEVICE
+    end.synchronize();
+    float ms = 0;
+    detail::check(cudaEventElapsedTime(&ms, e_, end.e_), "event::elapsed_ms");
+    return ms;
+#else
+    return std::chrono::duration<float, std::milli>(end.e_ - e_).count();
+#endif
+  }
+
+ private:
+  void require_recorded(const char* what) const {
+    if (!recorded_)
+      mg::detail::fail(what, ": the event was never recorded; call record() on it first");
+  }
+  native_event e_{};
+  bool recorded_ = false;
+};
+
+}  // namespace mg::cuda

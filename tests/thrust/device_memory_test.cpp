@@ -1,0 +1,127 @@
+// Device memory and streams of the Thrust backend: the caching allocator's reuse and statistics,
+// blocks kept per stream, work on a user's stream, and events. Compiled for the CPU's device
+// systems in CI and by nvcc (included by thrust_test.cu) for a GPU.
+#include <cstddef>
+
+#include <gtest/gtest.h>
+
+#include <metagrad/cuda.hpp>
+#include <metagrad/tensor.hpp>
+#include <metagrad/tensor_xtensor.hpp>
+
+#include "support/harness_runtime.hpp"
+
+namespace {
+
+constexpr mg::device on_device = mg::device::cuda;
+
+// One training-like step on the device: forward, backward into w's .grad, an update.
+double step(mg::tensor& w, const mg::tensor& x) {
+  const mg::tensor loss = mg::sum(mg::tanh(mg::matmul(x, w)) * mg::exp(-mg::sum(x, 1, true)));
+  loss.backward();
+  {
+    mg::no_grad_guard ng;
+    w.sub_(w.grad() * 0.1);
+    w.grad().zero_();
+  }
+  return loss.item<double>();
+}
+
+}  // namespace
+
+TEST(DeviceMemory, ReleasedBlocksServeTheNextAllocation) {
+  mg::cuda::empty_cache();
+  const std::size_t base = mg::cuda::memory_allocated();
+  EXPECT_EQ(mg::cuda::memory_reserved(), base);  // nothing cached after empty_cache
+  mg::cuda::reset_peak_memory_stats();
+  EXPECT_EQ(mg::cuda::max_memory_allocated(), base);
+  {
+    const mg::tensor t = mg::zeros({1000}, {.dtype = mg::f32, .device = on_device});
+    EXPECT_EQ(mg::cuda::memory_allocated(), base + 4096);  // 4000 bytes: the class of 4096
+  }
+  EXPECT_EQ(mg::cuda::memory_allocated(), base);
+  EXPECT_EQ(mg::cuda::memory_reserved(), base + 4096);  // cached
+  EXPECT_EQ(mg::cuda::max_memory_allocated(), base + 4096);
+  {
+    const mg::tensor t = mg::full({1000}, 2.0, {.dtype = mg::f32, .device = on_device});
+    EXPECT_EQ(mg::cuda::memory_reserved(), base + 4096);  // the cached block, not a new one
+    EXPECT_EQ(t.sum().item<double>(), 2000.0);
+  }
+  mg::cuda::empty_cache();
+  EXPECT_EQ(mg::cuda::memory_reserved(), mg::cuda::memory_allocated());
+}
+
+TEST(DeviceMemory, ASteadyLoopReservesNothingNew) {
+  mg::tensor w = mg::full({6, 3}, 0.1, {.dtype = mg::f64, .device = on_device}).requires_grad_();
+  const mg::tensor x = mg::full({5, 6}, 0.2, {.dtype = mg::f64, .device = on_device});
+  double loss = step(w, x);
+  const std::size_t reserved = mg::cuda::memory_reserved(), held = mg::cuda::memory_allocated();
+  for (int i = 0; i < 3; ++i) {
+    const double next = step(w, x);
+    EXPECT_LT(next, loss);  // the steps descend
+    loss = next;
+    EXPECT_EQ(mg::cuda::memory_reserved(), reserved) << "step " << i;
+    EXPECT_EQ(mg::cuda::memory_allocated(), held) << "step " << i;
+  }
+}
+
+TEST(DeviceStreams, WorkOnAUserStreamMatchesTheDefaultStream) {
+  const mg::cuda::stream s = mg::cuda::stream::create();
+  EXPECT_TRUE(mg::cuda::current_stream() == mg::cuda::stream{});
+  EXPECT_FALSE(s == mg::cuda::stream{});
+  mg::tensor w0 = mg::full({6, 3}, 0.1, {.dtype = mg::f64, .device = on_device}).requires_grad_();
+  mg::tensor w1 = mg::full({6, 3}, 0.1, {.dtype = mg::f64, .device = on_device}).requires_grad_();
+  const mg::tensor x = mg::full({5, 6}, 0.2, {.dtype = mg::f64, .device = on_device});
+  const double on_default = step(w0, x);
+  double on_s = 0;
+  {
+    mg::cuda::stream_guard guard(s);
+    EXPECT_TRUE(mg::cuda::current_stream() == s);
+    on_s = step(w1, x);
+  }
+  EXPECT_TRUE(mg::cuda::current_stream() == mg::cuda::stream{});  // the guard restored it
+  s.synchronize();
+  EXPECT_EQ(on_s, on_default);
+  EXPECT_EQ(w1.to_xtensor<double>(), w0.to_xtensor<double>());
+}
+
+TEST(DeviceStreams, BlocksAreCachedPerStream) {
+  const mg::cuda::stream s = mg::cuda::stream::create();
+  mg::cuda::empty_cache();
+  const std::size_t base = mg::cuda::memory_reserved();
+  {
+    mg::cuda::stream_guard guard(s);
+    (void)mg::zeros({5000}, {.dtype = mg::f64, .device = on_device});  // 40000 bytes: class 40960
+  }
+  s.synchronize();
+  EXPECT_EQ(mg::cuda::memory_reserved(), base + 40960);
+  {  // the default stream may not take s's block: its work could still be reading it
+    const mg::tensor t = mg::zeros({5000}, {.dtype = mg::f64, .device = on_device});
+    EXPECT_EQ(mg::cuda::memory_reserved(), base + 2 * 40960);
+  }
+  {  // s takes its own block back
+    mg::cuda::stream_guard guard(s);
+    const mg::tensor t = mg::zeros({5000}, {.dtype = mg::f64, .device = on_device});
+    EXPECT_EQ(mg::cuda::memory_reserved(), base + 2 * 40960);
+  }
+  s.synchronize();
+  mg::cuda::empty_cache();
+}
+
+TEST(DeviceStreams, EventsTimeAndOrderWork) {
+  mg::cuda::event start, end;
+  mg_test::expect_error([&] { (void)start.elapsed_ms(end); },
+                        {"event::elapsed_ms", "never recorded", "record()"});
+  start.record();
+  const mg::tensor y = mg::exp(mg::full({100000}, 0.5, {.device = on_device})).sum();
+  end.record();
+  EXPECT_GE(start.elapsed_ms(end), 0.0f);
+  // work on s waits for the event recorded on the default stream
+  const mg::cuda::stream s = mg::cuda::stream::create();
+  end.block(s);
+  {
+    mg::cuda::stream_guard guard(s);
+    EXPECT_NEAR(y.item<double>(), 100000 * std::exp(0.5), 1e-2);
+  }
+  mg::cuda::synchronize();
+}
