@@ -3,11 +3,13 @@
 // check_thrust<T>(f, n, args...) draws random inputs (fixed seed) and compares the Thrust
 // backend with the CPU, element by element:
 //   1. mg::cuda::map against f called on plain numbers;
-//   2. mg::cuda::value_and_grad and mg::cuda::grad against the static CPU engine
+//   2. mg::cuda::elementwise_value_and_grad and elementwise_grad against the static CPU engine
 //      mg::value_and_grad(f)(x[i]...) at every index (broadcast numbers: the summed partials);
 //   3. mg::cuda::vjp with a random cotangent g against g[i] times the CPU gradient, and
 //      vjp<I> of each single argument against the full vjp;
-//   4. in float64, a central finite difference of f at a few indices against the gradients.
+//   4. mg::cuda::value_and_grad of mg::sum(f) and mg::mean(f): the loss against the sum of the
+//      values, the gradients against the same per-index partials (divided by n for the mean);
+//   5. in float64, a central finite difference of f at a few indices against the gradients.
 // An argument is mg_test::uniform_array{lo, hi} (a device array of n values drawn from [lo, hi]) or
 // a number (broadcast). Float64 agrees to 1e-12 relative; float32 to 1e-5.
 #pragma once
@@ -124,7 +126,8 @@ void expect_gradient(const D& got, const std::vector<double>& terms, double tol,
   }
 }
 
-/// Checks map, value_and_grad, grad and vjp of the Thrust backend against the CPU on n random
+/// Checks map, elementwise_value_and_grad, elementwise_grad, vjp, and the loss transforms
+/// (value_and_grad of sum(f) and mean(f)) of the Thrust backend against the CPU on n random
 /// elements of type T (float or double).
 template <class T, class F, class... Args>
 void check_thrust(const F& f, std::size_t n, const Args&... args) {
@@ -153,12 +156,12 @@ void check_thrust(const F& f, std::size_t n, const Args&... args) {
     ASSERT_TRUE(near_rel(double(values[i]), f_at(i), tol)) << "map at index " << i;
   }
 
-  // 2. value_and_grad, grad; 3. vjp
-  auto [vg_values, vg_grads] =
-      std::apply([&](const auto&... d) { return mg::cuda::value_and_grad(f)(d...); }, dev);
+  // 2. elementwise_value_and_grad, elementwise_grad; 3. vjp
+  auto [vg_values, vg_grads] = std::apply(
+      [&](const auto&... d) { return mg::cuda::elementwise_value_and_grad(f)(d...); }, dev);
   const auto grads = as_tuple(std::move(vg_grads));
-  const auto grads_only =
-      as_tuple(std::apply([&](const auto&... d) { return mg::cuda::grad(f)(d...); }, dev));
+  const auto grads_only = as_tuple(
+      std::apply([&](const auto&... d) { return mg::cuda::elementwise_grad(f)(d...); }, dev));
   const auto vjps =
       as_tuple(std::apply([&](const auto&... d) { return mg::cuda::vjp(f, g, d...); }, dev));
   const std::vector<T> vg_host = to_host(vg_values);
@@ -187,7 +190,24 @@ void check_thrust(const F& f, std::size_t n, const Args&... args) {
     expect_gradient<T>(single, weighted, tol, "vjp<k>", k);
   });
 
-  // 4. finite differences (float64) at a few indices, against the Thrust gradient of an array
+  // 4. the loss transforms on sum(f) and mean(f): the loss, and the same partials (scaled by 1/n)
+  const auto sum_f = [f](auto... a) { return mg::sum(f(a...)); };
+  const auto mean_f = [f](auto... a) { return mg::mean(f(a...)); };
+  auto [loss_sum, grads_sum] =
+      std::apply([&](const auto&... d) { return mg::cuda::value_and_grad(sum_f)(d...); }, dev);
+  auto [loss_mean, grads_mean] =
+      std::apply([&](const auto&... d) { return mg::cuda::value_and_grad(mean_f)(d...); }, dev);
+  EXPECT_TRUE(near_sum(double(loss_sum), total, abs_values, 10 * tol)) << "loss sum";
+  EXPECT_TRUE(near_sum(double(loss_mean) * double(n), total, abs_values, 10 * tol)) << "loss mean";
+  const auto gs = as_tuple(std::move(grads_sum)), gm = as_tuple(std::move(grads_mean));
+  for_each_index<arity>([&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
+    expect_gradient<T>(std::get<k>(gs), partial[k], tol, "grad of sum(f)", k);
+    std::vector<double> scaled = partial[k];
+    for (double& v : scaled) v /= double(n);
+    expect_gradient<T>(std::get<k>(gm), scaled, tol, "grad of mean(f)", k);
+  });
+
+  // 5. finite differences (float64) at a few indices, against the Thrust gradient of an array
   // argument and the per-index CPU partial of a broadcast one
   if constexpr (std::is_same_v<T, double>) {
     for_each_index<arity>([&]<std::size_t k>(std::integral_constant<std::size_t, k>) {

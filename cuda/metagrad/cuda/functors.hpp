@@ -164,3 +164,144 @@ struct grad_kernel<WithValue, Out, E, std::index_sequence<I...>, A...> {
 };
 
 }  // namespace mg::cuda::detail
+
+namespace mg::cuda::detail {
+
+// One argument of a loss kernel at index i: an array's element, or the broadcast number.
+template <class T>
+struct operand {
+  const T* p = nullptr;
+  T v{};
+  MG_HD T at(std::int64_t i) const { return p ? p[i] : v; }
+};
+
+// What a loss kernel's reduction adds up: [0] the loss term, [1..] the terms of the selected
+// broadcast numbers' gradients.
+template <std::size_t K>
+struct partial_sums {
+  double v[K];
+  MG_HD partial_sums operator+(const partial_sums& o) const {
+    partial_sums r;
+    for (std::size_t k = 0; k < K; ++k) r.v[k] = v[k] + o.v[k];
+    return r;
+  }
+};
+template <std::size_t K>
+struct add_sums {
+  MG_HD partial_sums<K> operator()(const partial_sums<K>& a, const partial_sums<K>& b) const {
+    return a + b;
+  }
+};
+
+// The running (max, sum of exp(value - max)) of a log-sum-exp, combined without overflow.
+struct lse_pair {
+  double m, s;
+};
+struct combine_lse {
+  MG_HD lse_pair operator()(const lse_pair& a, const lse_pair& b) const {
+    if (a.s == 0) return b;
+    if (b.s == 0) return a;
+    if (a.m != a.m || b.m != b.m) return {a.m + b.m, 1.0};  // NaN
+    const double m = a.m > b.m ? a.m : b.m;
+    return {m, a.s * ::exp(a.m - m) + b.s * ::exp(b.m - m)};
+  }
+};
+
+/// The reduction that ends a loss given to mg::cuda::grad: sum, mean or logsumexp of all
+/// elements of an elementwise expression.
+enum class loss_kind { sum, mean, logsumexp };
+template <class E>
+struct loss_parts {
+  static constexpr bool reduces = false;
+};
+template <class E1>
+struct loss_parts<node<mg::sum_op, E1>> {
+  static constexpr bool reduces = true;
+  static constexpr loss_kind kind = loss_kind::sum;
+  using inner = E1;
+};
+template <class E1>
+struct loss_parts<node<mg::mean_op, E1>> {
+  static constexpr bool reduces = true;
+  static constexpr loss_kind kind = loss_kind::mean;
+  using inner = E1;
+};
+template <class E1>
+struct loss_parts<node<mg::logsumexp_op, E1>> {
+  static constexpr bool reduces = true;
+  static constexpr loss_kind kind = loss_kind::logsumexp;
+  using inner = E1;
+};
+
+// f_i at index i, as the first step of a log-sum-exp: (f_i, 1).
+template <class E, class... A>
+struct lse_term_kernel {
+  E e;
+  mg::detail::tuple<operand<A>...> in;
+  MG_HD lse_pair operator()(std::int64_t i) const {
+    return eval(i, std::index_sequence_for<A...>{});
+  }
+  template <std::size_t... k>
+  MG_HD MG_INLINE lse_pair eval(std::int64_t i, std::index_sequence<k...>) const {
+    using S = sweep_of<E, A...>;
+    const typename S::args a{{mg::detail::at<k>(in).at(i)}...};
+    typename S::type s(e, a);
+    s.forward();
+    return {static_cast<double>(s.result()), 1.0};
+  }
+};
+
+// Index i of a loss L = R(f(x_0[i], ...)) over all i: the sweep of f at i forward, then backward
+// seeded with dL/df_i (`scale` for sum and mean; exp(f_i - shift) for logsumexp, shift being L);
+// writes the gradient of each selected array argument at i (out[j]) and returns [f_i, the
+// gradient terms of the selected numbers] for the reduction.
+template <loss_kind Kind, class E, class Selected, class... A>
+struct loss_kernel;
+
+template <loss_kind Kind, class E, std::size_t... I, class... A>
+struct loss_kernel<Kind, E, std::index_sequence<I...>, A...> {
+  using args_t = mg::detail::tuple<A...>;
+  template <std::size_t J>
+  using arg_t = std::remove_cvref_t<decltype(mg::detail::at<J>(std::declval<args_t&>()))>;
+  static constexpr std::size_t K = 1 + sizeof...(I);
+
+  E e;
+  mg::detail::tuple<operand<A>...> in;
+  mg::detail::tuple<arg_t<I>*...> out;  // null: a number's gradient, summed into the result
+  double scale = 1, shift = 0;
+
+  MG_HD partial_sums<K> operator()(std::int64_t i) const {
+    return eval(i, std::index_sequence_for<A...>{}, std::make_index_sequence<sizeof...(I)>{});
+  }
+
+  template <std::size_t... k, std::size_t... q>
+  MG_HD MG_INLINE partial_sums<K> eval(std::int64_t i, std::index_sequence<k...>,
+                                       std::index_sequence<q...>) const {
+    using S = sweep_of<E, A...>;
+    const typename S::args a{{mg::detail::at<k>(in).at(i)}...};
+    typename S::type s(e, a);
+    s.forward();
+    const double f = static_cast<double>(s.result());
+    double seed = scale;
+    if constexpr (Kind == loss_kind::logsumexp) seed = ::exp(f - shift);
+    const auto sv = static_cast<typename S::value>(seed);
+    s.backward(sv);
+    partial_sums<K> r;
+    r.v[0] = f;
+    ((r.v[q + 1] = write<I>(s, sv, i, mg::detail::at<q>(out))), ...);
+    return r;
+  }
+
+  // Stores the gradient of argument J at i when it is an array; returns it when a number.
+  template <std::size_t J, class Sw, class Seed, class P>
+  MG_HD MG_INLINE static double write(const Sw& s, const Seed& seed, std::int64_t i, P* out) {
+    const auto g = static_cast<P>(s.template gradient<J>(seed, P(0)));
+    if (out) {
+      out[i] = g;
+      return 0;
+    }
+    return static_cast<double>(g);
+  }
+};
+
+}  // namespace mg::cuda::detail

@@ -6,7 +6,11 @@
 // THRUST_DEVICE_SYSTEM_CPP or _OMP it is a serial or OpenMP loop, which is how it is tested.
 #pragma once
 
+#include <array>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -14,11 +18,14 @@
 
 #include <thrust/device_vector.h>
 #include <thrust/iterator/constant_iterator.h>
+#include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/zip_iterator.h>
 #include <thrust/reduce.h>
 #include <thrust/transform.h>
+#include <thrust/transform_reduce.h>
 
 #include <metagrad/cuda/functors.hpp>
+#include <metagrad/cuda/memory.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/static.hpp>
 
@@ -123,8 +130,9 @@ auto gradients(const char* what, const F& f, SeedOf seed_of, const X&... xs) {
   return run_gradients<WithValue>(Selected{}, e, seed_of(n), n, xs...);
 }
 
+// The per-element transforms: the gradient of sum_i f(x_i) of an elementwise f.
 template <bool WithValue, class F, std::size_t... I>
-struct grad_fn {
+struct elementwise_grad_fn {
   F f;
 
   template <class... X>
@@ -134,8 +142,211 @@ struct grad_fn {
     using Out = out_t<X...>;
     // the gradient of sum_i f(x_i): every index is seeded with 1
     return gradients<WithValue, Selected>(
-        WithValue ? "mg::cuda::value_and_grad" : "mg::cuda::grad", f,
+        WithValue ? "mg::cuda::elementwise_value_and_grad" : "mg::cuda::elementwise_grad", f,
         [](std::size_t) { return thrust::make_constant_iterator(Out(1)); }, xs...);
+  }
+};
+
+template <class E>
+constexpr bool valid_loss() {
+  if constexpr (loss_parts<E>::reduces) {
+    return elementwise_v<typename loss_parts<E>::inner> && std::is_trivially_copyable_v<E>;
+  } else {
+    return false;
+  }
+}
+
+template <class T, class X>
+operand<T> operand_of(const X& x) {
+  if constexpr (is_array_v<X>) {
+    return {thrust::raw_pointer_cast(x.data()), T{}};
+  } else {
+    return {nullptr, static_cast<T>(x)};
+  }
+}
+
+// The loss R(f(x_i)...) and the gradients of the selected arguments I...: array gradients written
+// through out (each of n elements), number gradients returned in the second member.
+template <std::size_t... I, class E, class Out, class... X>
+auto run_loss(const char* what, std::index_sequence<I...>, const E& e, std::size_t n,
+              const Out& out, const X&... xs) {
+  using P = loss_parts<E>;
+  using E1 = typename P::inner;
+  using Kernel = loss_kernel<P::kind, E1, std::index_sequence<I...>, elem_t<X>...>;
+  constexpr std::size_t K = Kernel::K;
+  if (!e.op.r.all)
+    throw mg::error(mg::detail::message(
+        what,
+        ": the loss reduces along one dimension; mg::cuda::grad's function reduces all "
+        "elements (mg::sum(e), mg::mean(e) or mg::logsumexp(e))"));
+  const E1 e1 = mg::detail::child<0>(e);
+  const mg::detail::tuple<operand<elem_t<X>>...> in{{operand_of<elem_t<X>>(xs)}...};
+  const auto index = [](std::size_t i) {
+    return thrust::counting_iterator<std::int64_t>(static_cast<std::int64_t>(i));
+  };
+  double value = P::kind == loss_kind::sum    ? 0.0
+                 : P::kind == loss_kind::mean ? std::numeric_limits<double>::quiet_NaN()
+                                              : -std::numeric_limits<double>::infinity();
+  std::array<double, K - 1 == 0 ? 1 : K - 1> numbers{};
+  if (n == 0) return std::pair{value, numbers};
+  Kernel k{e1, in, out};
+  if constexpr (P::kind == loss_kind::mean) k.scale = 1.0 / static_cast<double>(n);
+  if constexpr (P::kind == loss_kind::logsumexp) {
+    const lse_pair p = thrust::transform_reduce(
+        policy(), index(0), index(n), lse_term_kernel<E1, elem_t<X>...>{e1, in},
+        lse_pair{-std::numeric_limits<double>::infinity(), 0.0}, combine_lse{});
+    k.shift = value = p.m + std::log(p.s);
+  }
+  const partial_sums<K> r =
+      thrust::transform_reduce(policy(), index(0), index(n), k, partial_sums<K>{}, add_sums<K>{});
+  if constexpr (P::kind == loss_kind::sum) value = r.v[0];
+  if constexpr (P::kind == loss_kind::mean) value = r.v[0] / static_cast<double>(n);
+  for (std::size_t q = 0; q + 1 < K; ++q) numbers[q] = r.v[q + 1];
+  return std::pair{value, numbers};
+}
+
+// The traced loss; its checks are in this auto function's body, which is instantiated where the
+// call's type is deduced, so that a failed one is the first error.
+template <class F, class... X>
+auto trace_loss() {
+  check_arguments<X...>();
+  using E = mg::detail::traced_t<F, sizeof...(X)>;
+  static_assert(loss_parts<E>::reduces,
+                "metagrad: mg::cuda::grad takes a function that ends in mg::sum, mg::mean or "
+                "mg::logsumexp of all elements, as mg::grad does; for the per-element gradients of "
+                "an elementwise function use mg::cuda::elementwise_grad");
+  if constexpr (loss_parts<E>::reduces) {
+    static_assert(elementwise_v<typename loss_parts<E>::inner>,
+                  "metagrad: inside the reduction that ends it, mg::cuda::grad's function may use "
+                  "elementwise ops only (no inner sum, matmul or other shaped op)");
+    static_assert(std::is_trivially_copyable_v<E>,
+                  "metagrad: the traced function must hold only trivially copyable constants to "
+                  "be copied to the device");
+  }
+  return std::type_identity<E>{};
+}
+
+template <bool WithValue, class F, std::size_t... I>
+struct loss_grad_fn {
+  F f;
+
+  template <class... X>
+  using selected_t = std::conditional_t<sizeof...(I) == 0, std::index_sequence_for<X...>,
+                                        std::index_sequence<I...>>;
+  static constexpr const char* what = WithValue ? "mg::cuda::value_and_grad" : "mg::cuda::grad";
+
+  template <class... X>
+  auto operator()(const X&... xs) const {
+    return call(selected_t<X...>{}, xs...);
+  }
+
+  /// The same, writing the gradients of the (selected) array arguments into `out...`, device
+  /// arrays of the arguments' size: nothing is allocated. Returns the loss (value_and_grad) or
+  /// nothing (grad).
+  template <class... G>
+  auto into(G&... out) const {
+    return [this, &out...](const auto&... xs) {
+      return call_into(selected_t<decltype(xs)...>{}, std::tie(out...), xs...);
+    };
+  }
+
+ private:
+  template <std::size_t... S, class... X>
+  auto call(std::index_sequence<S...> selected, const X&... xs) const {
+    using E = typename decltype(trace_loss<F, X...>())::type;
+    static_assert(indices_below<sizeof...(X)>(std::index_sequence<S...>{}),
+                  "metagrad: grad<I...> names an argument index the call does not have");
+    if constexpr (valid_loss<E>()) return call_traced<E>(selected, xs...);
+  }
+
+  template <class E, std::size_t... S, class... X>
+  auto call_traced(std::index_sequence<S...> selected, const X&... xs) const {
+    using Args = std::tuple<X...>;
+    const E e = mg::detail::trace(f, std::index_sequence_for<X...>{});
+    const std::size_t n = common_size(what, xs...);
+    std::tuple<
+        std::conditional_t<is_array_v<std::tuple_element_t<S, Args>>,
+                           thrust::device_vector<elem_t<std::tuple_element_t<S, Args>>>, int>...>
+        arrays{make_output<std::tuple_element_t<S, Args>>(n)...};
+    const auto out = pointers<Args>(selected, arrays, std::make_index_sequence<sizeof...(S)>{});
+    auto [value, numbers] = run_loss(what, selected, e, n, out, xs...);
+    auto grads = finish<Args>(selected, std::make_index_sequence<sizeof...(S)>{}, arrays, numbers);
+    if constexpr (WithValue) {
+      return std::pair{static_cast<out_t<X...>>(value), std::move(grads)};
+    } else {
+      return grads;
+    }
+  }
+
+  template <std::size_t... S, class Outs, class... X>
+  auto call_into(std::index_sequence<S...> selected, Outs outs, const X&... xs) const {
+    using E = typename decltype(trace_loss<F, X...>())::type;
+    if constexpr (valid_loss<E>()) return into_traced<E>(selected, outs, xs...);
+  }
+
+  template <class E, std::size_t... S, class Outs, class... X>
+  auto into_traced(std::index_sequence<S...> selected, Outs outs, const X&... xs) const {
+    using Args = std::tuple<X...>;
+    static_assert(sizeof...(S) == std::tuple_size_v<Outs>,
+                  "metagrad: into() takes one output array per selected argument");
+    static_assert((is_array_v<std::tuple_element_t<S, Args>> && ...),
+                  "metagrad: into() writes array gradients; a broadcast number's gradient is a "
+                  "number (call without into)");
+    const E e = mg::detail::trace(f, std::index_sequence_for<X...>{});
+    const std::size_t n = common_size(what, xs...);
+    const auto check = [&](const auto& o) {
+      if (o.size() != n)
+        throw mg::error(mg::detail::message(what, ": into() got an output array of ", o.size(),
+                                            " elements for arguments of ", n,
+                                            "; pass arrays of the arguments' size"));
+    };
+    std::apply([&](auto&... o) { (check(o), ...); }, outs);
+    const mg::detail::tuple<elem_t<std::tuple_element_t<S, Args>>*...> out = std::apply(
+        [](auto&... o) {
+          return mg::detail::tuple<elem_t<std::tuple_element_t<S, Args>>*...>{
+              {thrust::raw_pointer_cast(o.data())}...};
+        },
+        outs);
+    auto [value, numbers] = run_loss(what, selected, e, n, out, xs...);
+    (void)numbers;
+    if constexpr (WithValue) return static_cast<out_t<X...>>(value);
+  }
+
+  template <class XI>
+  static auto make_output(std::size_t n) {
+    if constexpr (is_array_v<XI>) {
+      return thrust::device_vector<elem_t<XI>>(n);
+    } else {
+      return 0;
+    }
+  }
+
+  template <class Args, std::size_t... S, class Arrays, std::size_t... Q>
+  static auto pointers(std::index_sequence<S...>, Arrays& arrays, std::index_sequence<Q...>) {
+    const auto one = [](auto& a, auto type) -> typename decltype(type)::type* {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(a)>, int>) {
+        return nullptr;
+      } else {
+        return thrust::raw_pointer_cast(a.data());
+      }
+    };
+    return mg::detail::tuple<elem_t<std::tuple_element_t<S, Args>>*...>{
+        {one(std::get<Q>(arrays), std::type_identity<elem_t<std::tuple_element_t<S, Args>>>{})}...};
+  }
+
+  template <class Args, std::size_t... S, std::size_t... Q, class Arrays, class Numbers>
+  static auto finish(std::index_sequence<S...>, std::index_sequence<Q...>, Arrays& arrays,
+                     const Numbers& numbers) {
+    const auto one = [&](auto q, auto& a) {
+      using XI = std::tuple_element_t<std::get<decltype(q)::value>(std::array{S...}), Args>;
+      if constexpr (is_array_v<XI>) {
+        return std::move(a);
+      } else {
+        return static_cast<elem_t<XI>>(numbers[decltype(q)::value]);
+      }
+    };
+    return mg::detail::bare_or_tuple(
+        std::tuple{one(std::integral_constant<std::size_t, Q>{}, std::get<Q>(arrays))...});
   }
 };
 }  // namespace detail
@@ -189,27 +400,51 @@ auto vjp(const F& f, const thrust::device_vector<G, Alloc>& g, const X&... xs) {
       "mg::cuda::vjp", f, [&](std::size_t) { return g.cbegin(); }, xs...);
 }
 
-/// Gradient of the loss `sum_i f(x[i]...)`, as a new function: per element `df/dx_k (x[i]...)`
-/// for array arguments, the summed partials for broadcast numbers; one fused `thrust::transform`
-/// (the per-element vjp seeded with 1). `grad<I...>` chooses arguments as in `mg::grad`.
+/// The per-element gradients of an elementwise f (the gradient of `sum_i f(x[i]...)`), as a new
+/// function: per element `df/dx_k (x[i]...)` for array arguments, the summed partials for
+/// broadcast numbers; one fused `thrust::transform` (the per-element vjp seeded with 1).
+/// `elementwise_grad<I...>` chooses arguments as in `mg::grad`.
 /// ```cpp
-/// auto [dx, dy] = mg::cuda::grad(f)(x, y);
-/// thrust::device_vector<double> dx0 = mg::cuda::grad<0>(f)(x, y);
+/// auto [dx, dy] = mg::cuda::elementwise_grad(f)(x, y);
+/// thrust::device_vector<double> dx0 = mg::cuda::elementwise_grad<0>(f)(x, y);
+/// ```
+template <std::size_t... I, class F>
+auto elementwise_grad(F f) {
+  return detail::elementwise_grad_fn<false, F, I...>{std::move(f)};
+}
+
+/// Like `elementwise_grad`, but returns `{values, gradient(s)}` from the same single transform,
+/// `values[i] = f(x[i]...)`:
+/// ```cpp
+/// auto [v, g] = mg::cuda::elementwise_value_and_grad(f)(x, y);  // g: a tuple of two arrays
+/// ```
+template <std::size_t... I, class F>
+auto elementwise_value_and_grad(F f) {
+  return detail::elementwise_grad_fn<true, F, I...>{std::move(f)};
+}
+
+/// The gradient of a loss over device arrays, taking the same callable as mg::grad: f ends in
+/// mg::sum, mg::mean or mg::logsumexp of all elements of an elementwise expression of its
+/// arguments (device arrays of one size, numbers broadcast to every element). One fused pass:
+/// per index the forward sweep, the backward seeded with the reduction's derivative, the array
+/// gradients written, and (for value_and_grad, or a broadcast number's gradient) per-block partial
+/// sums reduced on the device; logsumexp takes one pass more for its shift. `grad<I...>` chooses
+/// arguments as in mg::grad; a broadcast number's gradient is a number.
+/// ```cpp
+/// auto loss = [](auto x, auto y) { return mg::sum(pow(sin(x) * y, 2)); };
+/// auto [gx, gy] = mg::cuda::grad(loss)(x, y);          // two device_vectors
+/// auto [l, g] = mg::cuda::value_and_grad(loss)(x, 3.0); // l: the loss; g: {device_vector, double}
+/// mg::cuda::grad<0>(loss).into(gx)(x, y);              // into the caller's array: no allocation
 /// ```
 template <std::size_t... I, class F>
 auto grad(F f) {
-  return detail::grad_fn<false, F, I...>{std::move(f)};
+  return detail::loss_grad_fn<false, F, I...>{std::move(f)};
 }
 
-/// Like `grad`, but returns `{values, gradient(s)}` from the same single transform, `values[i] =
-/// f(x[i]...)`; the loss is then `mg::cuda::sum(values)`:
-/// ```cpp
-/// auto [v, g] = mg::cuda::value_and_grad(f)(x, y);   // g: std::tuple of two device_vectors
-/// double loss = mg::cuda::sum(v);
-/// ```
+/// Like grad, and the loss: `{loss, gradient(s)}` from the same pass.
 template <std::size_t... I, class F>
 auto value_and_grad(F f) {
-  return detail::grad_fn<true, F, I...>{std::move(f)};
+  return detail::loss_grad_fn<true, F, I...>{std::move(f)};
 }
 
 /// The sum of a device array's elements (`thrust::reduce`; order unspecified, so floating-point
