@@ -5,6 +5,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/concepts.hpp
   include/metagrad/context.hpp
   include/metagrad/cpu.hpp
+  include/metagrad/device.hpp
   include/metagrad/dual_array.hpp
   include/metagrad/error.hpp
   include/metagrad/expr.hpp

@@ -4,6 +4,8 @@
 #   lib/<arch>/cmake/metagrad/            the package config: find_package(metagrad 0.3 CONFIG)
 #                                         gives metagrad::metagrad (shared), metagrad::static,
 #                                         metagrad::header_only, and COMPONENTS cuda metagrad::cuda
+#                                         (and metagrad::device, libmetagrad_device, where it was
+#                                         built for CUDA)
 #   lib/<arch>/pkgconfig/metagrad.pc      for pkg-config: the library (--libs: -lmetagrad)
 #   lib/<arch>/pkgconfig/metagrad-header-only.pc   the header-only mode
 include(GNUInstallDirs)
@@ -14,6 +16,9 @@ set(metagrad_cmake_dir "${CMAKE_INSTALL_LIBDIR}/cmake/metagrad")
 install(TARGETS metagrad_common metagrad_header_only ${metagrad_library_targets}
         EXPORT metagrad-targets FILE_SET HEADERS)
 install(TARGETS metagrad_cuda EXPORT metagrad-cuda-targets FILE_SET HEADERS)
+if(TARGET metagrad_device AND METAGRAD_DEVICE_SYSTEM STREQUAL "CUDA")  # the prebuilt backend
+  install(TARGETS metagrad_device EXPORT metagrad-cuda-targets)
+endif()
 install(EXPORT metagrad-targets NAMESPACE metagrad:: DESTINATION "${metagrad_cmake_dir}")
 install(EXPORT metagrad-cuda-targets NAMESPACE metagrad:: DESTINATION "${metagrad_cmake_dir}")
 

@@ -319,6 +319,41 @@ TEST(DeviceTensor, WorkRunsInTheBackend) {
     EXPECT_NEAR(g.data()[i], std::exp(xv.data()[i]) * (1 + xv.data()[i]), 1e-14);
 }
 
+// Note [Asynchronous device work]: nothing of a forward and backward pass reads a device value on
+// the host; the reductions whose CPU backward checks a count (prod for zeros, amax/amin for a NaN
+// result) take their general formula there. Counted by a backend whose to_host counts.
+struct host_reads {
+  static inline const mg::detail::backend* real = nullptr;
+  static inline int count = 0;
+  static void to_host(void* dst, const void* src, std::size_t n) {
+    ++count;
+    real->to_host(dst, src, n);
+  }
+};
+
+TEST(DeviceTensor, APassReadsNothingOnTheHost) {
+  const mg::detail::backend* real = &mg::detail::backend_of(cuda, "test");
+  host_reads::real = real;
+  mg::detail::backend counting = *real;
+  counting.to_host = &host_reads::to_host;
+  mg::detail::register_backend(cuda, &counting);
+  tensor x = tensor({{0.5, 2.0, 2.0}, {-1.0, 0.0, 3.0}}, mg::f64).to(cuda).requires_grad_();
+  host_reads::count = 0;
+  const tensor loss = mg::prod(x, 1).sum() + mg::amax(x) + mg::amin(x, 0).sum() + mg::prod(x + 2);
+  loss.backward();
+  EXPECT_EQ(host_reads::count, 0);
+  mg::detail::register_backend(cuda, real);
+  // the gradient: prod over rows (row 1 holds a zero: only that element's partial is not 0),
+  // amax (the 3 at (1,2)), amin over columns (at (1,0), (1,1), (0,2)), and prod(x + 2) = p2
+  const auto xv = x.to_xtensor<double>(), g = x.grad().to_xtensor<double>();
+  double p2 = 1;
+  for (double v : xv) p2 *= v + 2;
+  const double want[2][3] = {{4 + p2 / 2.5, 1 + p2 / 4, 1 + 1 + p2 / 4},
+                             {0 + 1 + p2 / 1, -3 + 1 + p2 / 2, 0 + 1 + p2 / 5}};
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 3; ++j) EXPECT_NEAR(g(i, j), want[i][j], 1e-12) << i << "," << j;
+}
+
 // A user's op that no translation unit registered for the device (ops_test.cpp registers
 // softplus and hypot2): the error names the op and the line that registers it.
 struct cube_unregistered {

@@ -321,7 +321,10 @@ inline constexpr mg::detail::backend thrust_backend{"thrust",
                                                     &reduce<times_fn, true>,
                                                     &reduce<extreme_fn<true>, false>,
                                                     &reduce<extreme_fn<false>, false>,
-                                                    &gemm};
+                                                    &gemm,
+                                                    &memory_stats,
+                                                    &empty_cache,
+                                                    &reset_peak};
 
 template <class... Ops>
 bool register_list(op_list<Ops...>);

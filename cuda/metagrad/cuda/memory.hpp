@@ -1,17 +1,11 @@
 // The memory of device cuda: the caching allocator behind tensors' storages and Thrust's
-// temporaries (Note [Caching allocator] in <metagrad/backend/block_cache.hpp>), its statistics,
-// and the execution policy every kernel of the Thrust backend runs under.
+// temporaries (Note [Caching allocator] in <metagrad/backend/block_cache.hpp>), and the execution
+// policy every kernel of the Thrust backend runs under. The statistics are read through the
+// backend's table by <metagrad/device.hpp> (mg::cuda::memory_allocated...), from any file.
 //
 // A block is cached under the stream that was current when it was allocated, and serves only
 // that stream again: so a tensor made on one stream and read by work on another must outlive that
 // work (synchronise the other stream, or an event recorded on it, before dropping the tensor).
-//
-// ```cpp
-// mg::cuda::reset_peak_memory_stats();
-// train_one_epoch();
-// std::cout << mg::cuda::max_memory_allocated() << " bytes of device memory at the peak\n";
-// mg::cuda::empty_cache();  // give the cached blocks back to the device
-// ```
 #pragma once
 
 #include <cstddef>
@@ -138,21 +132,8 @@ inline auto policy() {
 #endif
 }
 
+inline mg::detail::cache_stats memory_stats() { return memory().cache.statistics(); }
+inline void empty_cache() { memory().cache.empty(); }
+inline void reset_peak() { memory().cache.reset_peak(); }
+
 }  // namespace mg::cuda::detail
-
-namespace mg::cuda {
-
-/// Bytes of device memory that tensors' storages and temporaries hold now.
-inline std::size_t memory_allocated() { return detail::memory().cache.statistics().allocated; }
-/// The peak of memory_allocated() since the program started or reset_peak_memory_stats().
-inline std::size_t max_memory_allocated() {
-  return detail::memory().cache.statistics().max_allocated;
-}
-/// Bytes the allocator holds: memory_allocated() plus the blocks cached for reuse.
-inline std::size_t memory_reserved() { return detail::memory().cache.statistics().reserved; }
-/// Starts max_memory_allocated() again from memory_allocated().
-inline void reset_peak_memory_stats() { detail::memory().cache.reset_peak(); }
-/// Returns every cached block to the device; tensors alive keep theirs.
-inline void empty_cache() { detail::memory().cache.empty(); }
-
-}  // namespace mg::cuda

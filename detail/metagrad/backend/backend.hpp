@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <metagrad/backend/block_cache.hpp>
 #include <metagrad/core/broadcast.hpp>
 #include <metagrad/core/config.hpp>
 #include <metagrad/core/storage.hpp>
@@ -94,6 +95,10 @@ struct backend {
   using gemm_fn = void (*)(dtype d, std::int64_t batch, std::int64_t m, std::int64_t k,
                            std::int64_t n, const gemm_matrix& a, const gemm_matrix& b, void* c);
   gemm_fn gemm = nullptr;
+  // The caching allocator's statistics and cache (Note [Caching allocator] in block_cache.hpp).
+  cache_stats (*memory_stats)() = nullptr;
+  void (*empty_cache)() = nullptr;
+  void (*reset_peak)() = nullptr;
 };
 
 /// An elementwise op's kernels on one backend. `value` is the dtype the op computes in; inputs

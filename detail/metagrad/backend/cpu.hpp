@@ -686,6 +686,10 @@ inline constexpr backend cpu_backend{"cpu",
                                      &cpu_sum,
                                      &cpu_reduce<prod_reduction>,
                                      &cpu_reduce<extreme_reduction<true>>,
-                                     &cpu_reduce<extreme_reduction<false>>};
+                                     &cpu_reduce<extreme_reduction<false>>,
+                                     nullptr,  // gemm: the runtime calls BLAS (backend/blas.hpp)
+                                     &host_statistics,
+                                     &host_empty_cache,
+                                     &host_reset_peak};
 
 }  // namespace mg::detail

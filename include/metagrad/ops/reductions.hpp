@@ -85,8 +85,10 @@ struct prod_op {
     const auto ge = unreduce(g, x, r);
     if constexpr (std::is_same_v<detail::family_t<decltype(x)>, detail::tensor_family>) {
       // a tensor without zeros (counted, and the count read): y / x_i alone, as the general
-      // formula below gives it there, without its passes that place the zeros
-      if (detail::call(sum_op{}, detail::indicator(zero, x)).template item<double>() == 0)
+      // formula below gives it there, without its passes that place the zeros. Not on a device,
+      // where reading the count would make the host wait (Note [Asynchronous device work]).
+      if (x.device() == mg::device::cpu &&
+          detail::call(sum_op{}, detail::indicator(zero, x)).template item<double>() == 0)
         return ge * unreduce(y, x, r) / x;
     }
     const auto zeros = unreduce(detail::call(sum_op{r}, detail::indicator(zero, x)), x, r);
@@ -202,8 +204,10 @@ auto extreme_gradient(const X& x, const Y& y, const G& g, const reduce_dims& r, 
     const auto hit = [&] {
       if constexpr (std::is_same_v<family_t<X>, tensor_family>) {
         // without a NaN result (checked on the result, the small side) the hits are the elements
-        // equal to it: one comparison instead of three and a select of booleans
-        if (call(sum_op{}, indicator(mg::ne(y, y), y)).template item<double>() == 0)
+        // equal to it: one comparison instead of three and a select of booleans. On the CPU
+        // only: on a device reading the check would make the host wait.
+        if (x.device() == mg::device::cpu &&
+            call(sum_op{}, indicator(mg::ne(y, y), y)).template item<double>() == 0)
           return mg::eq(x, ye);
       }
       return general_hits();
