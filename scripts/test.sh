@@ -6,12 +6,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 . scripts/env.sh
-# Without a GPU the CUDA test binary could not run: its device code is compiled to PTX only.
+# Without a GPU the CUDA test binary could not run: its device code is compiled to PTX only, and
+# the prebuilt device backend is built for Thrust's CPP system. With one, both are CUDA.
 cuda_check=OFF
-if ! nvidia-smi -L >/dev/null 2>&1; then cuda_check=ON; fi
+device_system=CUDA
+if ! nvidia-smi -L >/dev/null 2>&1; then cuda_check=ON; device_system=CPP; fi
 for preset in default asan-ubsan tsan; do
   echo "=== metagrad: $preset"
-  cmake --preset "$preset" -DMETAGRAD_CUDA_COMPILE_CHECK_ONLY=$cuda_check >/dev/null
+  system_arg=()
+  if [ "$preset" = default ]; then system_arg=(-DMETAGRAD_DEVICE_SYSTEM=$device_system); fi
+  cmake --preset "$preset" -DMETAGRAD_CUDA_COMPILE_CHECK_ONLY=$cuda_check "${system_arg[@]}" >/dev/null
   cmake --build --preset "$preset"
   if [ "$preset" = asan-ubsan ]; then  # every header compiles on its own (at -O0: half the time)
     cmake --build --preset asan-ubsan --target metagrad_common_verify_interface_header_sets

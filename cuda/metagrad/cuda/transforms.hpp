@@ -245,12 +245,19 @@ struct loss_grad_fn {
   /// nothing (grad).
   template <class... G>
   auto into(G&... out) const {
-    return [this, &out...](const auto&... xs) {
-      return call_into(selected_t<decltype(xs)...>{}, std::tie(out...), xs...);
-    };
+    return into_fn<G...>{this, std::tie(out...)};
   }
 
- private:
+  template <class... G>
+  struct into_fn {
+    const loss_grad_fn* self;
+    std::tuple<G&...> outs;
+    template <class... X>
+    auto operator()(const X&... xs) const {
+      return self->call_into(selected_t<X...>{}, outs, xs...);
+    }
+  };
+
   template <std::size_t... S, class... X>
   auto call(std::index_sequence<S...> selected, const X&... xs) const {
     using E = typename decltype(trace_loss<F, X...>())::type;
@@ -301,12 +308,9 @@ struct loss_grad_fn {
                                             "; pass arrays of the arguments' size"));
     };
     std::apply([&](auto&... o) { (check(o), ...); }, outs);
-    const mg::detail::tuple<elem_t<std::tuple_element_t<S, Args>>*...> out = std::apply(
-        [](auto&... o) {
-          return mg::detail::tuple<elem_t<std::tuple_element_t<S, Args>>*...>{
-              {thrust::raw_pointer_cast(o.data())}...};
-        },
-        outs);
+    using out_tuple = mg::detail::tuple<elem_t<std::tuple_element_t<S, Args>>*...>;
+    const out_tuple out = std::apply(
+        [](auto&... o) { return out_tuple{{thrust::raw_pointer_cast(o.data())}...}; }, outs);
     auto [value, numbers] = run_loss(what, selected, e, n, out, xs...);
     (void)numbers;
     if constexpr (WithValue) return static_cast<out_t<X...>>(value);
@@ -337,16 +341,18 @@ struct loss_grad_fn {
   template <class Args, std::size_t... S, std::size_t... Q, class Arrays, class Numbers>
   static auto finish(std::index_sequence<S...>, std::index_sequence<Q...>, Arrays& arrays,
                      const Numbers& numbers) {
-    const auto one = [&](auto q, auto& a) {
-      using XI = std::tuple_element_t<std::get<decltype(q)::value>(std::array{S...}), Args>;
-      if constexpr (is_array_v<XI>) {
-        return std::move(a);
-      } else {
-        return static_cast<elem_t<XI>>(numbers[decltype(q)::value]);
-      }
-    };
     return mg::detail::bare_or_tuple(
-        std::tuple{one(std::integral_constant<std::size_t, Q>{}, std::get<Q>(arrays))...});
+        std::tuple{finish_one<std::tuple_element_t<S, Args>, Q>(std::get<Q>(arrays), numbers)...});
+  }
+
+  // An array's gradient as written, or a number's from the reduction.
+  template <class XI, std::size_t Q, class A, class Numbers>
+  static auto finish_one(A& a, const Numbers& numbers) {
+    if constexpr (is_array_v<XI>) {
+      return std::move(a);
+    } else {
+      return static_cast<elem_t<XI>>(numbers[Q]);
+    }
   }
 };
 }  // namespace detail
