@@ -121,6 +121,7 @@ set(METAGRAD_CUDA_HEADERS
   cuda/metagrad/cuda/backend.hpp
   cuda/metagrad/cuda/blas.hpp
   cuda/metagrad/cuda/functors.hpp
+  cuda/metagrad/cuda/graph.hpp
   cuda/metagrad/cuda/memory.hpp
   cuda/metagrad/cuda/stream.hpp
   cuda/metagrad/cuda/transforms.hpp

@@ -8,5 +8,6 @@
 
 #include <metagrad/cuda/backend.hpp>
 #include <metagrad/cuda/functors.hpp>
+#include <metagrad/cuda/graph.hpp>
 #include <metagrad/cuda/transforms.hpp>
 #include <metagrad/device.hpp>

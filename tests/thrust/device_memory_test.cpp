@@ -1,6 +1,8 @@
-// Device memory and streams of the Thrust backend: the caching allocator's reuse and statistics,
-// blocks kept per stream, work on a user's stream, and events. Compiled for the CPU's device
+// Device memory, streams and graphs of the Thrust backend: the caching allocator's reuse and
+// statistics, blocks kept per stream, work on a user's stream, events, and a captured step
+// replayed on new inputs. Compiled for the CPU's device
 // systems in CI and by nvcc (included by thrust_test.cu) for a GPU.
+#include <cmath>
 #include <cstddef>
 
 #include <gtest/gtest.h>
@@ -10,6 +12,8 @@
 #include <metagrad/tensor_xtensor.hpp>
 
 #include "support/harness_runtime.hpp"
+
+using mg_test::expect_error;
 
 namespace {
 
@@ -124,4 +128,37 @@ TEST(DeviceStreams, EventsTimeAndOrderWork) {
     EXPECT_NEAR(y.item<double>(), 100000 * std::exp(0.5), 1e-2);
   }
   mg::cuda::synchronize();
+}
+
+// Note [CUDA graphs]: a step with static inputs and outputs, captured after a warm-up, replayed on
+// new contents of its input; its output against the closed form.
+TEST(DeviceGraphs, AReplayComputesTheStepOnNewInputs) {
+  const mg::tensor_options o{.dtype = mg::f64, .device = on_device};
+  mg::tensor x = mg::full({4, 3}, 0.5, o), out = mg::zeros({3, 2}, o);
+  const mg::tensor w = mg::full({3, 2}, 0.25, o).requires_grad_();
+  const auto step = [&] {
+    const mg::tensor loss = mg::sum(mg::tanh(mg::matmul(x, w)));
+    const mg::tensor_list g = mg::autograd::grad({loss}, {w});
+    mg::no_grad_guard no_grad;
+    out.copy_(g[0]);
+  };
+  step();  // the warm-up
+  mg::cuda::graph graph;
+  graph.capture(step);
+  EXPECT_TRUE(graph.captured());
+  std::size_t held = 0;
+  for (const double v : {0.1, -0.7, 1.3}) {
+    x.fill_(v);  // the captured step reads x
+    graph.replay();
+    // d/dw sum(tanh(x w)) = x^T (1 - tanh^2(x w)); every x w is 3 * v * 0.25
+    const double t = std::tanh(0.75 * v), want = 4 * v * (1 - t * t);
+    const auto got = out.to_xtensor<double>();
+    for (const double gv : got) EXPECT_NEAR(gv, want, 1e-14) << v;
+    if (held == 0) held = mg::cuda::memory_allocated();
+    EXPECT_EQ(mg::cuda::memory_allocated(), held);  // a replay allocates nothing that stays
+  }
+  expect_error([&] { graph.capture(step); }, {"graph::capture", "holds a capture already"});
+  graph.reset();
+  EXPECT_FALSE(graph.captured());
+  expect_error([&] { graph.replay(); }, {"graph::replay", "nothing was captured", "capture("});
 }

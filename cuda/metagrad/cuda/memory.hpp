@@ -62,6 +62,7 @@ struct device_memory {
   std::unordered_map<void*, std::uintptr_t> live;
 
   void* allocate(std::size_t nbytes, const char* what) {
+    if (nbytes == 0) nbytes = 1;  // a temporary of no bytes: still a distinct block
     const std::uintptr_t key = current_stream_key();
     void* p = cache.allocate(nbytes, key);
     if (!p)

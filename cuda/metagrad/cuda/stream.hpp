@@ -120,8 +120,16 @@ inline stream& current_stream_slot() {
   thread_local stream current;
   return current;
 }
-/// The cache key of the current stream (Note [Caching allocator]).
+/// While a graph captures on this thread: the key of its private pool (Note [CUDA graphs] in
+/// graph.hpp), odd so that it never equals a stream's; else 0.
+inline std::uintptr_t& capture_pool_slot() {
+  thread_local std::uintptr_t pool = 0;
+  return pool;
+}
+/// The cache key of the current stream (Note [Caching allocator]), or of the capturing graph's
+/// pool.
 inline std::uintptr_t current_stream_key() {
+  if (const std::uintptr_t pool = capture_pool_slot()) return pool;
   const native_stream s = current_stream_slot().native_handle();
 #if MG_CUDA_DEVICE
   return reinterpret_cast<std::uintptr_t>(s);
