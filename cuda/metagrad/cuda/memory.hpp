@@ -74,6 +74,7 @@ struct device_memory {
     return p;
   }
   void release(void* p, std::size_t nbytes) {
+    if (nbytes == 0) nbytes = 1;  // as allocated
     std::uintptr_t key = 0;
     {
       const std::lock_guard lock(mutex);
