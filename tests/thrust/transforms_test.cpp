@@ -40,7 +40,8 @@ void expect_near_all(const thrust::device_vector<T>& a, const thrust::device_vec
   for (std::size_t i = 0; i < ha.size(); ++i) EXPECT_TRUE(near_rel(ha[i], hb[i], tol)) << i;
 }
 
-// EXPECT that f throws mg::error whose message contains every one of `parts`.
+// EXPECT that f throws mg::error whose message contains every one of `parts` (harness_runtime.hpp
+// has the same; this file stays free of the runtime engine, which its nvcc twin would compile).
 template <class F>
 void expect_error(F&& f, std::initializer_list<std::string> parts) {
   try {
