@@ -288,7 +288,7 @@ void reduce(mg::dtype d, const nd_space& s, const nd_operand& x, std::uint32_t r
       };
       std::size_t bytes = 0;
       check(run(nullptr, bytes), "reduce");
-      scratch<unsigned char> temp(bytes);
+      scratch<unsigned char> temp(bytes ? bytes : 1);  // a null pointer asks CUB for the size
       check(run(temp.data(), bytes), "reduce");
 #else
       if (segments == 1) {
