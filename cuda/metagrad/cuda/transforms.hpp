@@ -76,7 +76,7 @@ auto finish_gradients(std::index_sequence<I...>, std::index_sequence<K...>, Part
     if constexpr (is_array_v<XI>) {
       return std::move(part);
     } else {
-      return thrust::reduce(part.begin(), part.end(), elem_t<XI>(0));
+      return thrust::reduce(policy(), part.begin(), part.end(), elem_t<XI>(0));
     }
   };
   return mg::detail::bare_or_tuple(
@@ -104,7 +104,7 @@ auto run_gradients(std::index_sequence<I...> selected, const E& e, SeedIt seed, 
         }
       },
       parts);
-  thrust::transform(in, in + n, out,
+  thrust::transform(policy(), in, in + n, out,
                     grad_kernel<WithValue, Out, E, std::index_sequence<I...>, elem_t<X>...>{e});
 
   auto grads = finish_gradients<Args>(selected, std::make_index_sequence<sizeof...(I)>{}, parts);
@@ -376,7 +376,8 @@ auto map(const F& f, const X&... xs) {
   const std::size_t n = detail::common_size("mg::cuda::map", xs...);
   thrust::device_vector<Out> out(n);
   const auto in = thrust::make_zip_iterator(detail::begin(xs)...);
-  thrust::transform(in, in + n, out.begin(), detail::map_kernel<Out, E, detail::elem_t<X>...>{e});
+  thrust::transform(detail::policy(), in, in + n, out.begin(),
+                    detail::map_kernel<Out, E, detail::elem_t<X>...>{e});
   return out;
 }
 
@@ -460,7 +461,7 @@ auto value_and_grad(F f) {
 /// ```
 template <class T, class Alloc>
 T sum(const thrust::device_vector<T, Alloc>& x) {
-  return thrust::reduce(x.begin(), x.end(), T(0));
+  return thrust::reduce(detail::policy(), x.begin(), x.end(), T(0));
 }
 
 }  // namespace mg::cuda
