@@ -1,14 +1,15 @@
 // A two-layer network trained on device cuda (docs/gpu.md): matrix products through the backend's
 // gemm (cuBLAS on a GPU), the work enqueued on a stream of its own, timed with events, and the
-// device memory the caching allocator holds. This file includes <metagrad/cuda.hpp>, so it is the
-// program's registration point of the Thrust backend; built with g++ it runs on Thrust's CPP
-// device system, built with nvcc on a GPU. The check at the end trains the same network on the
-// CPU and compares the losses.
+// device memory the caching allocator holds. The backend comes from the prebuilt library
+// metagrad::device (or, where it is not built, from device_backend.cpp), so this file is host
+// code: it includes the stream API and <metagrad/device.hpp>, not <metagrad/cuda.hpp>. The check
+// at the end trains the same network on the CPU and compares the losses.
 #include <cmath>
 #include <cstdio>
 #include <vector>
 
-#include <metagrad/cuda.hpp>
+#include <metagrad/cuda/stream.hpp>
+#include <metagrad/device.hpp>
 #include <metagrad/metagrad.hpp>
 
 namespace {
