@@ -31,7 +31,7 @@ TEST(HostCache, SizeClassesHoldTheRequestAndWasteAtMostAFifth) {
       EXPECT_LE(5 * (size - n), size) << n;
     }
     EXPECT_EQ(size % 64, 0u) << n;
-    EXPECT_GE(c, previous) << n;             // larger requests never take a smaller class
+    EXPECT_GE(c, previous) << n;              // larger requests never take a smaller class
     EXPECT_EQ(block_class_of(size), c) << n;  // a class's own size is in that class
     previous = c;
   }

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -21,6 +22,19 @@
 #include <metagrad/static.hpp>
 
 namespace mg_test {
+
+// EXPECT that f throws mg::error whose message contains every one of `parts`.
+template <class F>
+void expect_error(F&& f, std::initializer_list<std::string> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected mg::error";
+  } catch (const mg::error& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  }
+}
 
 // The message of the mg::error f throws (a test failure if it throws none).
 template <class F>

@@ -196,19 +196,6 @@ inline void check_arrays(const std::function<mg::tensor(const mg::tensor_list&)>
   }
 }
 
-// EXPECT that f throws mg::error whose message contains every one of `parts`.
-template <class F>
-void expect_error(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected mg::error";
-  } catch (const mg::error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-  }
-}
-
 // A float64 leaf that requires grad, with the given elements (rank 1).
 inline mg::tensor leaf(std::initializer_list<double> v) {
   return mg::tensor(v, mg::f64).requires_grad_();

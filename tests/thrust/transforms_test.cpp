@@ -40,20 +40,6 @@ void expect_near_all(const thrust::device_vector<T>& a, const thrust::device_vec
   for (std::size_t i = 0; i < ha.size(); ++i) EXPECT_TRUE(near_rel(ha[i], hb[i], tol)) << i;
 }
 
-// EXPECT that f throws mg::error whose message contains every one of `parts` (harness_runtime.hpp
-// has the same; this file stays free of the runtime engine, which its nvcc twin would compile).
-template <class F>
-void expect_error(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected mg::error";
-  } catch (const mg::error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-  }
-}
-
 }  // namespace
 
 TEST(ThrustTransforms, DocExamples) {
@@ -272,14 +258,14 @@ TEST(ThrustTransforms, LossesAsMgGradTakesThem) {
 TEST(ThrustTransforms, LossMisuseThrowsMgError) {
   const thrust::device_vector<double> x(4, 1.0), y(5, 1.0);
   const auto loss = [](auto a, auto b) { return mg::sum(a * b); };
-  expect_error([&] { (void)mg::cuda::grad(loss)(x, y); },
-               {"mg::cuda::grad", "different sizes (4, 5)"});
+  mg_test::expect_error([&] { (void)mg::cuda::grad(loss)(x, y); },
+                        {"mg::cuda::grad", "different sizes (4, 5)"});
   thrust::device_vector<double> small(3);
-  expect_error([&] { mg::cuda::grad<0>(loss).into(small)(x, 2.0); },
-               {"mg::cuda::grad", "into()", "3 elements", "arguments of 4"});
+  mg_test::expect_error([&] { mg::cuda::grad<0>(loss).into(small)(x, 2.0); },
+                        {"mg::cuda::grad", "into()", "3 elements", "arguments of 4"});
   const auto along = [](auto a) { return mg::sum(a * a, 0); };
-  expect_error([&] { (void)mg::cuda::value_and_grad(along)(x); },
-               {"mg::cuda::value_and_grad", "reduces along one dimension", "mg::sum(e)"});
+  mg_test::expect_error([&] { (void)mg::cuda::value_and_grad(along)(x); },
+                        {"mg::cuda::value_and_grad", "reduces along one dimension", "mg::sum(e)"});
   // empty arrays: the sum of nothing, no gradient elements
   const thrust::device_vector<double> none;
   const auto [l, g] = mg::cuda::value_and_grad(loss)(none, 2.0);
