@@ -121,11 +121,13 @@ struct op_spy {
   }
   static inline const mg::detail::elementwise_kernels table{&forward, &backward};
   static void install() {
-    auto& slot = mg::detail::op_kernels<Op>[static_cast<std::size_t>(cuda)];
+    auto& slot = mg::detail::op_kernels<Op>[static_cast<std::size_t>(mg::device_type::cuda)];
     real = slot;
     slot = &table;
   }
-  static void uninstall() { mg::detail::op_kernels<Op>[static_cast<std::size_t>(cuda)] = real; }
+  static void uninstall() {
+    mg::detail::op_kernels<Op>[static_cast<std::size_t>(mg::device_type::cuda)] = real;
+  }
 };
 
 }  // namespace
@@ -291,7 +293,7 @@ TEST(DeviceTensor, WorkRunsInTheBackend) {
   const mg::detail::backend counting{"spy",           real->allocate, real->release, real->to_host,
                                      real->from_host, &spy::on_fill,  &spy::on_copy, &spy::on_sum,
                                      real->prod,      real->max,      real->min};
-  mg::detail::register_backend(cuda, &counting);
+  mg::detail::register_backend(mg::device_type::cuda, &counting);
   op_spy<mg::exp_op>::install();
   op_spy<mg::mul_op>::install();
   op_spy<mg::add_op>::install();
@@ -312,7 +314,7 @@ TEST(DeviceTensor, WorkRunsInTheBackend) {
   op_spy<mg::exp_op>::uninstall();
   op_spy<mg::mul_op>::uninstall();
   op_spy<mg::add_op>::uninstall();
-  mg::detail::register_backend(cuda, real);
+  mg::detail::register_backend(mg::device_type::cuda, real);
   const auto xv = x.to_xtensor<double>();
   const auto g = x.grad().to_xtensor<double>();
   for (std::size_t i = 0; i < xv.size(); ++i)
@@ -336,13 +338,13 @@ TEST(DeviceTensor, APassReadsNothingOnTheHost) {
   host_reads::real = real;
   mg::detail::backend counting = *real;
   counting.to_host = &host_reads::to_host;
-  mg::detail::register_backend(cuda, &counting);
+  mg::detail::register_backend(mg::device_type::cuda, &counting);
   tensor x = tensor({{0.5, 2.0, 2.0}, {-1.0, 0.0, 3.0}}, mg::f64).to(cuda).requires_grad_();
   host_reads::count = 0;
   const tensor loss = mg::prod(x, 1).sum() + mg::amax(x) + mg::amin(x, 0).sum() + mg::prod(x + 2);
   loss.backward();
   EXPECT_EQ(host_reads::count, 0);
-  mg::detail::register_backend(cuda, real);
+  mg::detail::register_backend(mg::device_type::cuda, real);
   // the gradient: prod over rows (row 1 holds a zero: only that element's partial is not 0),
   // amax (the 3 at (1,2)), amin over columns (at (1,0), (1,1), (0,2)), and prod(x + 2) = p2
   const auto xv = x.to_xtensor<double>(), g = x.grad().to_xtensor<double>();

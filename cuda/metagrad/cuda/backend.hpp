@@ -324,7 +324,10 @@ inline constexpr mg::detail::backend thrust_backend{"thrust",
                                                     &gemm,
                                                     &memory_stats,
                                                     &empty_cache,
-                                                    &reset_peak};
+                                                    &reset_peak,
+                                                    &device_count,
+                                                    &current_device,
+                                                    &select_device};
 
 template <class... Ops>
 bool register_list(op_list<Ops...>);
@@ -349,7 +352,8 @@ bool register_ops() {
                 "copied into the kernel)");
   static_assert((mg::detail::is_elementwise<Ops>() && ...),
                 "metagrad: register_ops takes elementwise ops (forward and backward on elements)");
-  ((mg::detail::op_kernels<Ops>[static_cast<std::size_t>(device::cuda)] = &detail::kernels<Ops>),
+  ((mg::detail::op_kernels<Ops>[static_cast<std::size_t>(device_type::cuda)] =
+        &detail::kernels<Ops>),
    ...);
   return true;
 }
@@ -363,7 +367,7 @@ bool register_list(op_list<Ops...>) {
 // See Note [Device backends]: every translation unit that includes this header registers the
 // same backend and built-in kernels, so it does not matter which one initialises first.
 inline const bool thrust_backend_registered =
-    mg::detail::register_backend(device::cuda, &thrust_backend) &&
+    mg::detail::register_backend(device_type::cuda, &thrust_backend) &&
     register_list(mg::elementwise_ops{});
 }  // namespace detail
 

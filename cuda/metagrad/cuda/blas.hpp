@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
@@ -61,15 +62,15 @@ inline void check_blas(cublasStatus_t s, const char* what) {
                      cublasGetStatusString(s), ")");
 }
 
-// One handle per thread (cuBLAS handles are not to be shared between threads that use them at
-// once). Never destroyed: a thread may end after the CUDA context is gone.
+// One handle per thread and device (cuBLAS handles are not to be shared between threads that
+// use them at once, and a handle belongs to the device current when it was made). Never
+// destroyed: a thread may end after the CUDA context is gone.
 inline cublasHandle_t blas_handle() {
-  thread_local cublasHandle_t handle = [] {
-    cublasHandle_t h = nullptr;
-    check_blas(cublasCreate(&h), "cublasCreate");
-    return h;
-  }();
-  return handle;
+  thread_local std::vector<cublasHandle_t> handles;  // by device
+  const auto d = static_cast<std::size_t>(current_device());
+  if (handles.size() <= d) handles.resize(d + 1, nullptr);
+  if (!handles[d]) check_blas(cublasCreate(&handles[d]), "cublasCreate");
+  return handles[d];
 }
 
 inline int as_blas_int(std::int64_t v) {

@@ -8,6 +8,8 @@
 // work (synchronise the other stream, or an event recorded on it, before dropping the tensor).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -54,8 +56,8 @@ struct device_system {
   }
 };
 
-// The cache, and the stream each live block was allocated on. Never destroyed: a tensor with
-// static storage duration may release its block after every static object is gone.
+// One device's cache, and the stream each live block was allocated on. Never destroyed: a tensor
+// with static storage duration may release its block after every static object is gone.
 struct device_memory {
   mg::detail::block_cache<device_system> cache;
   std::mutex mutex;
@@ -88,13 +90,24 @@ struct device_memory {
   }
 };
 
-inline device_memory& memory() {
-  static device_memory* m = new device_memory;
-  return *m;
+// The memory of device d (Note [Devices] in stream.hpp), made on first use.
+inline device_memory& memory_of(int d) {
+  static std::array<std::atomic<device_memory*>, 256> all{};
+  static std::mutex made;
+  auto& slot = all[static_cast<std::size_t>(d) & 255];
+  if (device_memory* m = slot.load(std::memory_order_acquire)) return *m;
+  const std::lock_guard lock(made);
+  if (!slot.load(std::memory_order_relaxed))
+    slot.store(new device_memory, std::memory_order_release);
+  return *slot.load(std::memory_order_relaxed);
 }
+/// The memory of the current device.
+inline device_memory& memory() { return memory_of(current_device()); }
 
 inline void* allocate(std::size_t nbytes) { return memory().allocate(nbytes, "allocate"); }
-inline void release(void* p, std::size_t nbytes) { memory().release(p, nbytes); }
+inline void release(void* p, std::size_t nbytes, int device) {
+  memory_of(device).release(p, nbytes);
+}
 
 /// Thrust's temporary storage (the scratch of reduce_by_key, sort...) from the cache.
 struct temporary_allocator {
@@ -102,7 +115,7 @@ struct temporary_allocator {
   char* allocate(std::ptrdiff_t n) {
     return static_cast<char*>(memory().allocate(static_cast<std::size_t>(n), "a temporary"));
   }
-  void deallocate(char* p, std::size_t n) { memory().release(p, n); }
+  void deallocate(char* p, std::size_t n) { memory().release(p, n); }  // on the same device
 };
 
 /// A device buffer of n elements of T from the cache, for the duration of one kernel's work.
@@ -134,8 +147,16 @@ inline auto policy() {
 #endif
 }
 
-inline mg::detail::cache_stats memory_stats() { return memory().cache.statistics(); }
-inline void empty_cache() { memory().cache.empty(); }
-inline void reset_peak() { memory().cache.reset_peak(); }
+inline mg::detail::cache_stats memory_stats(int device) {
+  return memory_of(device).cache.statistics();
+}
+// Frees device memory: with the device current, as cudaFree wants it.
+inline void empty_cache(int device) {
+  const int was = current_device();
+  select_device(device, "empty_cache");
+  memory_of(device).cache.empty();
+  select_device(was, "empty_cache");
+}
+inline void reset_peak(int device) { memory_of(device).cache.reset_peak(); }
 
 }  // namespace mg::cuda::detail

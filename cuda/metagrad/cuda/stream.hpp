@@ -23,10 +23,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <thrust/detail/config.h>
 
 #include <metagrad/error.hpp>
+#include <metagrad/types.hpp>
 
 #if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CUDA
 #include <cuda_runtime_api.h>
@@ -58,8 +60,73 @@ inline void check(cudaError_t e, const char* what) {
 }
 #endif
 
+// ---- Note [Devices]
+// ------------------------------------------------------------------------------- Tensors name
+// their device (mg::device::cuda(1)); the runtime selects it before each call of the backend
+// (backend.hpp), so a program mixes devices without selecting any itself. Each device has its own
+// caching allocator and its own current stream per thread. Raw device work (the static transforms,
+// a user's kernels) runs on the current device: cudaSetDevice's, or the one mg::cuda::device_guard
+// (<metagrad/device.hpp>) names. On the CPP and OMP device systems there are two simulated devices,
+// so that the multi-device paths run in tests without a GPU; their memory is host memory.
+
+/// The number of devices: the GPUs the CUDA runtime sees, or the simulated ones.
+inline int device_count() {
+#if MG_CUDA_DEVICE
+  static const int n = [] {
+    int c = 0;
+    if (cudaGetDeviceCount(&c) != cudaSuccess) {
+      (void)cudaGetLastError();
+      c = 0;
+    }
+    return c;
+  }();
+  return n;
+#else
+  return 2;
+#endif
+}
+
+#if !MG_CUDA_DEVICE
+inline int& simulated_current_device() {
+  thread_local int d = 0;
+  return d;
+}
+#endif
+
+/// The current device of this thread.
+inline int current_device() {
+#if MG_CUDA_DEVICE
+  int d = 0;
+  check(cudaGetDevice(&d), "current_device");
+  return d;
+#else
+  return simulated_current_device();
+#endif
+}
+
+/// Makes device `index` current on this thread, or an mg::error naming `what` when it does not
+/// exist.
+inline void select_device(int index, const char* what) {
+  if (index < 0 || index >= device_count()) {
+    if (index == mg::device::invalid_index)
+      mg::detail::fail(what, ": the device index is out of range; a device index is in [0, ",
+                       device_count(), ")");
+    mg::detail::fail(what, ": device cuda:", index, " does not exist (this program sees ",
+                     device_count(), device_count() == 1 ? " device" : " devices",
+                     "); use mg::device::cuda(i) with i below mg::cuda::device_count()");
+  }
+#if MG_CUDA_DEVICE
+  int d = -1;
+  (void)cudaGetDevice(&d);
+  if (d != index) check(cudaSetDevice(index), what);
+#else
+  simulated_current_device() = index;
+#endif
+}
+
 struct stream_state {
   native_stream handle{};
+  int device = -1;  // the device it was created on; -1: the default stream of whichever is current
   bool owned = false;
   ~stream_state() {
 #if MG_CUDA_DEVICE
@@ -78,8 +145,10 @@ class stream {
 
   /// A new stream, destroyed when its last copy goes (after its work completes). It does not
   /// synchronise with the default stream.
+  /// A new stream on the current device.
   static stream create() {
     auto s = std::make_shared<detail::stream_state>();
+    s->device = detail::current_device();
 #if MG_CUDA_DEVICE
     detail::check(cudaStreamCreateWithFlags(&s->handle, cudaStreamNonBlocking), "stream::create");
 #else
@@ -90,14 +159,18 @@ class stream {
     return stream(std::move(s));
   }
 
-  /// A stream created elsewhere (by cudaStreamCreate, or another library); not destroyed here.
+  /// A stream created elsewhere (by cudaStreamCreate, or another library) on the current
+  /// device; not destroyed here.
   static stream wrap(native_stream handle) {
     auto s = std::make_shared<detail::stream_state>();
     s->handle = handle;
+    s->device = detail::current_device();
     return stream(std::move(s));
   }
 
   native_stream native_handle() const { return state_ ? state_->handle : native_stream{}; }
+  /// The device the stream belongs to; -1 for the default stream (that of the current device).
+  int device() const { return state_ ? state_->device : -1; }
 
   /// Waits until every piece of work enqueued on this stream so far has completed.
   void synchronize() const {
@@ -116,9 +189,12 @@ class stream {
 };
 
 namespace detail {
+/// This thread's current stream on the current device.
 inline stream& current_stream_slot() {
-  thread_local stream current;
-  return current;
+  thread_local std::vector<stream> current;  // by device
+  const auto d = static_cast<std::size_t>(current_device());
+  if (current.size() <= d) current.resize(d + 1);
+  return current[d];
 }
 /// While a graph captures on this thread: the key of its private pool (Note [CUDA graphs] in
 /// graph.hpp), odd so that it never equals a stream's; else 0.
@@ -142,17 +218,27 @@ inline std::uintptr_t current_stream_key() {
 /// The stream on which this thread's device work is enqueued.
 inline stream current_stream() { return detail::current_stream_slot(); }
 
-/// Makes `s` the current stream of this thread until the guard goes out of scope.
+/// Makes `s` the current stream of this thread, and its device the current device, until the
+/// guard goes out of scope.
 class stream_guard {
  public:
-  explicit stream_guard(stream s) : previous_(detail::current_stream_slot()) {
+  explicit stream_guard(stream s) : device_(detail::current_device()) {
+    if (s.device() >= 0) detail::select_device(s.device(), "stream_guard");
+    previous_ = detail::current_stream_slot();
     detail::current_stream_slot() = std::move(s);
   }
-  ~stream_guard() { detail::current_stream_slot() = std::move(previous_); }
+  ~stream_guard() {
+    detail::current_stream_slot() = std::move(previous_);
+    try {
+      detail::select_device(device_, "stream_guard");
+    } catch (...) {  // the device existed when the guard was made
+    }
+  }
   stream_guard(const stream_guard&) = delete;
   stream_guard& operator=(const stream_guard&) = delete;
 
  private:
+  int device_;
   stream previous_;
 };
 

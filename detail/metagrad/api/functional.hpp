@@ -129,8 +129,8 @@ void check_v(const tensor_list& v, const tensor_list& like, const site& s, const
            "'s shape");
     if (v[i].device() != like[i].device())
       fail("functional::", s.name, ": v ", i, " is on device ", device_name(v[i].device()), " but ",
-           what, " ", i, " is on device ", device_name(like[i].device()),
-           "; move it with .to(mg::device::", device_name(like[i].device()), ")");
+           what, " ", i, " is on device ", device_name(like[i].device()), "; move it with .to(",
+           device_spelling(like[i].device()), ")");
   }
 }
 

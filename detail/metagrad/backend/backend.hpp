@@ -72,8 +72,9 @@ struct gemm_matrix {
 /// operands are of one dtype except in `copy`, which converts.
 struct backend {
   const char* name;
+  // Memory of the selected device (select_device); release names the device it came from.
   void* (*allocate)(std::size_t nbytes);
-  void (*release)(void* p, std::size_t nbytes);  // nbytes: as allocated
+  void (*release)(void* p, std::size_t nbytes, int device);  // nbytes: as allocated
   void (*to_host)(void* dst, const void* src, std::size_t nbytes);
   void (*from_host)(void* dst, const void* src, std::size_t nbytes);
   void (*fill)(void* dst, dtype d, std::int64_t n, double value);
@@ -95,10 +96,18 @@ struct backend {
   using gemm_fn = void (*)(dtype d, std::int64_t batch, std::int64_t m, std::int64_t k,
                            std::int64_t n, const gemm_matrix& a, const gemm_matrix& b, void* c);
   gemm_fn gemm = nullptr;
-  // The caching allocator's statistics and cache (Note [Caching allocator] in block_cache.hpp).
-  cache_stats (*memory_stats)() = nullptr;
-  void (*empty_cache)() = nullptr;
-  void (*reset_peak)() = nullptr;
+  // The caching allocator's statistics and cache of one device (Note [Caching allocator] in
+  // block_cache.hpp).
+  cache_stats (*memory_stats)(int device) = nullptr;
+  void (*empty_cache)(int device) = nullptr;
+  void (*reset_peak)(int device) = nullptr;
+  // Note [Devices]: a backend serves every device of its type. The runtime selects a tensor's
+  // device (select_device) before it calls the table for it, and every call acts on the selected
+  // device of the calling thread. select_device fails with an mg::error naming `what` when the
+  // device does not exist. Null in the CPU's table: one device, index 0.
+  int (*device_count)() = nullptr;
+  int (*current_device)() = nullptr;
+  void (*select_device)(int index, const char* what) = nullptr;
 };
 
 /// An elementwise op's kernels on one backend. `value` is the dtype the op computes in; inputs

@@ -314,7 +314,10 @@ inline constexpr elementwise_kernels cpu_kernels{&cpu_forward<Op>, &cpu_backward
 
 // Host memory comes from the caching allocator (Note [Host caching allocator]).
 inline void* cpu_allocate(std::size_t nbytes) { return host_allocate(nbytes); }
-inline void cpu_release(void* p, std::size_t nbytes) { host_release(p, nbytes); }
+inline void cpu_release(void* p, std::size_t nbytes, int) { host_release(p, nbytes); }
+inline cache_stats cpu_memory_stats(int) { return host_statistics(); }
+inline void cpu_empty_cache(int) { host_empty_cache(); }
+inline void cpu_reset_peak(int) { host_reset_peak(); }
 inline void cpu_memcpy(void* dst, const void* src, std::size_t nbytes) {
   std::memcpy(dst, src, nbytes);
 }
@@ -688,8 +691,8 @@ inline constexpr backend cpu_backend{"cpu",
                                      &cpu_reduce<extreme_reduction<true>>,
                                      &cpu_reduce<extreme_reduction<false>>,
                                      nullptr,  // gemm: the runtime calls BLAS (backend/blas.hpp)
-                                     &host_statistics,
-                                     &host_empty_cache,
-                                     &host_reset_peak};
+                                     &cpu_memory_stats,
+                                     &cpu_empty_cache,
+                                     &cpu_reset_peak};
 
 }  // namespace mg::detail

@@ -97,8 +97,8 @@ void check_same_device(const tensor_impl& a, const tensor_impl& b, const char* o
   if (a.device() != b.device())
     fail(op, ": operands are on different devices (a tensor of shape ", shape_string(a.shape),
          " on ", device_name(a.device()), ", one of shape ", shape_string(b.shape), " on ",
-         device_name(b.device()), "); move one with .to(mg::device::", device_name(a.device()),
-         ") or .to(mg::device::", device_name(b.device()), ")");
+         device_name(b.device()), "); move one with .to(", device_spelling(a.device()), ") or .to(",
+         device_spelling(b.device()), ")");
 }
 
 // dst[i] = src[i] broadcast to dst's shape, converting the element type; dst may be a view.
@@ -121,16 +121,23 @@ inline impl_ptr copy_kernel(const tensor_impl& x, dtype d, const shape_t& shape)
 }
 
 // x's elements, contiguous, on device `dev`: x itself (an alias) when it already is that, else a
-// copy; only a contiguous source is copied between devices, and it is not copied first.
+// copy; only a contiguous source is copied between devices, and it is not copied first. Between
+// two devices that are not the CPU, the elements pass through host memory.
 inline impl_ptr transfer_kernel(const tensor_impl& x, device dev) {
   const auto c = x.is_contiguous() ? alias_of(x) : copy_kernel(x, x.dtype(), x.shape);
   if (dev == x.device()) return c;
-  auto out = make_impl(x.shape, x.dtype(), dev);
   const std::size_t n = static_cast<std::size_t>(c->numel()) * element_size(x.dtype());
-  if (n == 0) return out;
   const void* src = static_cast<const char*>(c->store->data) +
                     c->offset * static_cast<std::int64_t>(element_size(x.dtype()));
-  if (dev == device::cpu)
+  impl_ptr staged;
+  if (x.device().type() != device_type::cpu && dev.type() != device_type::cpu && n > 0) {
+    staged = make_impl(x.shape, x.dtype(), device::cpu);
+    backend_of(x.device(), "to").to_host(staged->store->data, src, n);
+    src = staged->store->data;
+  }
+  auto out = make_impl(x.shape, x.dtype(), dev);
+  if (n == 0) return out;
+  if (dev.type() == device_type::cpu)
     backend_of(x.device(), "to").to_host(out->store->data, src, n);
   else
     backend_of(dev, "to").from_host(out->store->data, src, n);

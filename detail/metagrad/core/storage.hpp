@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -50,7 +51,18 @@ constexpr std::size_t element_size(dtype d) {
 
 constexpr bool is_floating(dtype d) { return d == dtype::f32 || d == dtype::f64; }
 
-constexpr const char* device_name(device d) { return d == device::cpu ? "cpu" : "cuda"; }
+/// "cpu", "cuda" (device 0), "cuda:1"; an invalid index prints as "cuda:?".
+inline std::string device_name(device d) {
+  std::string s = d.type() == device_type::cpu ? "cpu" : "cuda";
+  if (d.index() == device::invalid_index) return s + ":?";
+  return d.index() == 0 ? s : s + ":" + std::to_string(d.index());
+}
+
+/// How the device is written in C++: "mg::device::cuda", "mg::device::cuda(1)".
+inline std::string device_spelling(device d) {
+  std::string s = d.type() == device_type::cpu ? "mg::device::cpu" : "mg::device::cuda";
+  return d.index() == 0 ? s : s + "(" + std::to_string(d.index()) + ")";
+}
 
 inline std::int64_t numel_of(const shape_t& s) {
   std::int64_t n = 1;
@@ -74,7 +86,7 @@ struct storage {
   void* data = nullptr;
   std::size_t nbytes = 0;
   std::uint64_t version = 0;  // See Note [Version counter]
-  void (*release)(void*, std::size_t) = nullptr;
+  void (*release)(void*, std::size_t, int device) = nullptr;
   std::uint32_t detaches = 0;  // detach_() calls on tensors with history (Note [Detached saved...])
   mg::dtype dtype = mg::dtype::f32;
   mg::device device = mg::device::cpu;
@@ -86,7 +98,7 @@ struct storage {
   storage(const storage&) = delete;
   storage& operator=(const storage&) = delete;
   ~storage() {
-    if (release) release(data, nbytes);
+    if (release) release(data, nbytes, device.index());
   }
 };
 static_assert(sizeof(void*) != 8 || sizeof(storage) == 56);

@@ -194,8 +194,8 @@ impl_ptr root_gradient(const engine_ops& ops, const tensor& out, const tensor& g
          "; pass a gradient of the output's shape");
   if (grad.device() != out.device())
     fail(api, ": the gradient for output ", i, " is on device ", device_name(grad.device()),
-         " but the output is on device ", device_name(out.device()),
-         "; move it with .to(mg::device::", device_name(out.device()), ")");
+         " but the output is on device ", device_name(out.device()), "; move it with .to(",
+         device_spelling(out.device()), ")");
   return ops.to(grad, out.dtype()).impl();
 }
 

@@ -178,7 +178,7 @@ class saved_variable {
       });
       word_ = std::bit_cast<std::uint64_t>(v);
       number_dtype_ = t->dtype();
-      number_device_ = t->device();
+      number_device_ = t->device().type();
       kind_ = kind::number;
     } else if (t->requires_grad && !t->grad_fn && !is_output) {
       payload_ = t;
@@ -290,7 +290,7 @@ class saved_variable {
   bool bare() const { return bare_; }
   bool edge_history() const { return edge_history_; }
   mg::dtype number_dtype_of() const { return number_dtype_; }
-  mg::device number_device_of() const { return number_device_; }
+  mg::device number_device_of() const { return mg::device{number_device_}; }
 
   // 32 bytes: the flags share two bytes (a node holds one per saved value)
   // a tensor_impl (leaf), a view, a storage (bare), a packed_entry, or null
@@ -300,7 +300,7 @@ class saved_variable {
   std::uint32_t output_nr_ = 0;
   kind kind_ : 3 = kind::empty;
   mg::dtype number_dtype_ : 2 = mg::dtype::f64;
-  mg::device number_device_ : 1 = mg::device::cpu;
+  mg::device_type number_device_ : 1 = mg::device_type::cpu;  // numbers are saved from cpu only
   bool check_version_ : 1 = true;
   bool freed_ : 1 = false;
   bool shape_freed_ : 1 = false;

@@ -30,13 +30,15 @@ inline impl_ptr number_tensor(double v, mg::dtype d, mg::device dev) {
 }
 
 inline std::shared_ptr<storage> empty_storage(mg::dtype d, mg::device dev) {
+  if (dev.index() != 0) return allocate(0, d, dev);  // no bytes: only the object is made
   static const auto all = [] {
     std::array<std::shared_ptr<storage>, 8> r;
     for (int k = 0; k < 8; ++k)
-      r[k] = allocate(0, static_cast<mg::dtype>(k % 4), static_cast<mg::device>(k / 4));
+      r[k] = allocate(0, static_cast<mg::dtype>(k % 4),
+                      mg::device{static_cast<mg::device_type>(k / 4)});
     return r;
   }();
-  return all[static_cast<int>(d) + 4 * static_cast<int>(dev)];
+  return all[static_cast<int>(d) + 4 * static_cast<int>(dev.type())];
 }
 
 inline impl_ptr copy_of(const tensor_impl& t) { return copy_kernel(t, t.dtype(), t.shape); }
