@@ -225,3 +225,55 @@ TEST(StaticScan, PrintsAsALoop) {
             "repeat<5>(s0 -> s0 + 0.1 * repeat<4>(t0 -> t0 + 0.25 * cos(t0) * s0; t0 = x1); "
             "s0 = x0)");
 }
+
+// A state nested as the step's data is (a pair inside a tuple): its values are the loop's
+// components, flattened, and the loop is one node per value.
+TEST(StaticScan, ANestedTupleState) {
+  auto f = [](auto a, auto b) {
+    auto step = [&](const auto& s) {
+      const auto& [x, yz] = s;
+      const auto& [y, z] = yz;
+      return std::tuple{x + 0.1 * y * a, std::pair{y - 0.1 * z, z + 0.1 * sin(x) * b}};
+    };
+    const auto [x, yz] = mg::repeat<20>(step, std::tuple{a, std::pair{b, 0.0}});
+    return x * yz.first + yz.second;
+  };
+  double x = 0.7, y = 0.3, z = 0;
+  for (int k = 0; k < 20; ++k) {
+    const double nx = x + 0.1 * y * 0.7, ny = y - 0.1 * z;
+    z = z + 0.1 * std::sin(x) * 0.3;
+    x = nx;
+    y = ny;
+  }
+  EXPECT_DOUBLE_EQ(f(0.7, 0.3), x * y + z);
+  EXPECT_DOUBLE_EQ(mg::value_and_grad(f)(0.7, 0.3).first, x * y + z);
+  mg_test::check_static(f, 0.7, 0.3);
+}
+
+// A step that advances a captured counter to read its data (a row per step, as an LSTM reads its
+// inputs) reads other values at every call: traced once, it would run its first step's data N
+// times. It is an mg::error naming the cause and the fixes; unrolled, it is right.
+TEST(StaticScan, AStepReadingChangingCapturedDataIsAnError) {
+  const double rows[4] = {0.5, -1.0, 2.0, 0.25};
+  auto f = [&](auto w) {
+    int k = 0;
+    return mg::repeat<4>([&](const auto& s) { return s * w + rows[k++]; }, w);
+  };
+  const std::string what = mg_test::error_of([&] { (void)mg::grad(f)(0.3); });
+  EXPECT_NE(what.find("mg::repeat: the step read other values when it was traced again"),
+            std::string::npos)
+      << what;
+  EXPECT_NE(what.find("mg::unroll::always"), std::string::npos) << what;
+  auto unrolled = [&](auto w) {
+    int k = 0;
+    return mg::repeat<4, mg::unroll::always>([&](const auto& s) { return s * w + rows[k++]; }, w);
+  };
+  auto by_hand = [&](double w) {
+    double s = w;
+    for (const double r : rows) s = s * w + r;
+    return s;
+  };
+  EXPECT_DOUBLE_EQ(mg::value_and_grad(unrolled)(0.3).first, by_hand(0.3));
+  EXPECT_TRUE(mg_test::near_rel(mg::grad(unrolled)(0.3),
+                                mg_test::central_difference<0>(by_hand, std::tuple{0.3}), 1e-8));
+}

@@ -8,7 +8,10 @@
 // loop becomes one node instead:
 //   1. the step is traced once on symbolic state leaves, arg<A + j> for state component j. A is
 //      first 2^24, then one past every argument index that trace read, so the leaves of an
-//      enclosing loop's state (themselves arguments of that loop's step) are told apart;
+//      enclosing loop's state (themselves arguments of that loop's step) are told apart. It is
+//      traced a second time and the two traces compared: a step that reads other data at each
+//      call (a captured counter it advances) would silently run its first trace N times, and
+//      is an mg::error instead;
 //   2. the body's other leaves (the function's arguments it captured, maybe an enclosing loop's
 //      state) become the node's first K children, and the initial state its next M; the body is
 //      renamed to read caps as arg<0..K-1> and the state as arg<K..K+M-1>;
@@ -447,6 +450,13 @@ auto scan(Step& step, S init) {
   // 1. trace the step past every argument index a first trace read
   constexpr std::size_t A = arg_end(typename body_types<body_t<scan_first_base, S, Step>>::type{});
   const auto body = trace_body<A, S>(step, seq{});
+  if (!same_trace(body, trace_body<A, S>(step, seq{})))
+    fail(
+        "mg::repeat: the step read other values when it was traced again (a captured counter or "
+        "index that the step advances?); a loop whose step holds constants is traced once and "
+        "runs that trace at every step, so its step must read the same data at every call: "
+        "carry data that changes between steps in the state, or unroll the loop "
+        "(mg::repeat<N, mg::unroll::always>) to trace every step");
   using L = typename body_types<std::remove_cvref_t<decltype(body)>>::type;
   using Outer = outer_seq_t<A, L>;
   constexpr std::size_t K = Outer::size();

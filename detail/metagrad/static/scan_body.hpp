@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <concepts>
 #include <cstddef>
+#include <cstring>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -26,33 +28,88 @@ concept scan_tuple = requires {
 };
 
 template <class S>
+constexpr std::size_t state_size();
+
+// The first component of element i of a tuple state T.
+template <class T>
+constexpr std::size_t locate_first(std::size_t i) {
+  std::size_t before = 0;
+  [&]<std::size_t... e>(std::index_sequence<e...>) {
+    ((e < i ? void(before += state_size<std::tuple_element_t<e, T>>()) : void()), ...);
+  }
+  (std::make_index_sequence<std::tuple_size_v<T>>{});
+  return before;
+}
+
+// A state is a value, or a pair or tuple of states (nested ones too). Its components are its
+// values in order, nested ones flattened: std::tuple{a, std::pair{b, c}} has three.
+template <class S>
 constexpr std::size_t state_size() {
   if constexpr (scan_tuple<S>) {
-    return std::tuple_size_v<std::remove_cvref_t<S>>;
+    using T = std::remove_cvref_t<S>;
+    return []<std::size_t... i>(std::index_sequence<i...>) {
+      return (std::size_t{0} + ... + state_size<std::tuple_element_t<i, T>>());
+    }
+    (std::make_index_sequence<std::tuple_size_v<T>>{});
   } else {
     return 1;
   }
+}
+
+// Where component j of a tuple state T is: which element, and which component of it.
+template <class T>
+constexpr std::pair<std::size_t, std::size_t> locate_component(std::size_t j) {
+  std::size_t element = 0, before = 0;
+  [&]<std::size_t... i>(std::index_sequence<i...>) {
+    ((j >= before + state_size<std::tuple_element_t<i, T>>()
+          ? void((before += state_size<std::tuple_element_t<i, T>>(), ++element))
+          : void()),
+     ...);
+  }
+  (std::make_index_sequence<std::tuple_size_v<T>>{});
+  return {element, j - before};
 }
 
 // Component j of a state (the state itself when it is one value).
 template <std::size_t j, class S>
 constexpr decltype(auto) state_component(S&& s) {
   if constexpr (scan_tuple<S>) {
-    return std::get<j>(std::forward<S>(s));
+    constexpr auto at = locate_component<std::remove_cvref_t<S>>(j);
+    return state_component<at.second>(std::get<at.first>(std::forward<S>(s)));
   } else {
     return std::forward<S>(s);
   }
 }
 
-// A state shaped like S (a value, a pair or a tuple) of the given components.
+// A state shaped like S (a value, a pair or a tuple, nested as S is) of the given components.
 template <class S, class... C>
 constexpr auto state_like(C... c) {
   if constexpr (!scan_tuple<S>) {
     return (c, ...);
-  } else if constexpr (requires { typename std::remove_cvref_t<S>::first_type; }) {
-    return std::pair<C...>{std::move(c)...};
   } else {
-    return std::tuple<C...>{std::move(c)...};
+    using T = std::remove_cvref_t<S>;
+    std::tuple<C...> all{std::move(c)...};
+    // element i of the result, from its components
+    auto element = [&]<std::size_t i>(std::integral_constant<std::size_t, i>) {
+      using E = std::tuple_element_t<i, T>;
+      constexpr std::size_t first = locate_first<T>(i);
+      return [&]<std::size_t... k>(std::index_sequence<k...>) {
+        return state_like<E>(std::get<first + k>(std::move(all))...);
+      }
+      (std::make_index_sequence<state_size<E>()>{});
+    };
+    using zero = std::integral_constant<std::size_t, 0>;
+    using one = std::integral_constant<std::size_t, 1>;
+    if constexpr (requires { typename T::first_type; }) {
+      return std::pair<decltype(element(zero{})), decltype(element(one{}))>{element(zero{}),
+                                                                            element(one{})};
+    } else {
+      return [&]<std::size_t... i>(std::index_sequence<i...>) {
+        return std::tuple<decltype(element(std::integral_constant<std::size_t, i>{}))...>{
+            element(std::integral_constant<std::size_t, i>{})...};
+      }
+      (std::make_index_sequence<std::tuple_size_v<T>>{});
+    }
   }
 }
 
@@ -73,6 +130,77 @@ constexpr auto trace_body(Step& step, std::index_sequence<j...> seq) {
 template <std::size_t A, class S, class Step>
 using body_t =
     decltype(trace_body<A, S>(std::declval<Step&>(), std::make_index_sequence<state_size<S>()>{}));
+
+// ---- a trace read again (Note [Scan]: a loop with constants is traced once) -------------------
+
+// Do two values a step captured agree? Numbers bit for bit; arrays (a copy, or an xtensor
+// expression over its operands) element by element; types with == by it; others when their
+// bytes agree, where bytes are all of the value; otherwise they are taken to agree.
+template <class T>
+bool same_constant(const T& a, const T& b) {
+  if constexpr (std::is_empty_v<T>) {
+    return true;
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    return std::memcmp(&a, &b, sizeof(T)) == 0;
+  } else if constexpr (requires {
+                         a.shape();
+                         a.begin();
+                         a.end();
+                       }) {
+    if (!std::equal(a.shape().begin(), a.shape().end(), b.shape().begin(), b.shape().end()))
+      return false;
+    auto j = b.begin();
+    for (auto i = a.begin(); i != a.end(); ++i, ++j) {
+      const auto x = *i, y = *j;
+      if (!same_constant(x, y)) return false;
+    }
+    return true;
+  } else if constexpr (requires {
+                         { a == b } -> std::convertible_to<bool>;
+                       }) {
+    return static_cast<bool>(a == b);
+  } else if constexpr (std::has_unique_object_representations_v<T>) {
+    return std::memcmp(&a, &b, sizeof(T)) == 0;
+  } else {
+    return true;
+  }
+}
+
+template <class... B>
+bool same_trace(const std::tuple<B...>& a, const std::tuple<B...>& b);
+
+template <std::size_t I>
+bool same_trace(const arg<I>&, const arg<I>&) {
+  return true;
+}
+template <class T>
+bool same_trace(const cst<T>& a, const cst<T>& b) {
+  return same_constant(a.value, b.value);
+}
+template <class Op, class... A>
+bool same_trace(const node<Op, A...>& a, const node<Op, A...>& b) {
+  if constexpr (stateless_v<node<Op, A...>>) {
+    return true;
+  } else {
+    bool same_op;
+    if constexpr (requires { a.op.body; }) {
+      same_op = same_trace(a.op.body, b.op.body);  // a loop inside the step: its own body
+    } else {
+      same_op = same_constant(a.op, b.op);
+    }
+    return same_op&& [&]<std::size_t... j>(std::index_sequence<j...>) {
+      return (same_trace(child<j>(a), child<j>(b)) && ...);
+    }
+    (std::index_sequence_for<A...>{});
+  }
+}
+template <class... B>
+bool same_trace(const std::tuple<B...>& a, const std::tuple<B...>& b) {
+  return [&]<std::size_t... j>(std::index_sequence<j...>) {
+    return (same_trace(std::get<j>(a), std::get<j>(b)) && ...);
+  }
+  (std::index_sequence_for<B...>{});
+}
 
 // ---- which arguments the body reads, and its renaming ------------------------------------------
 
