@@ -173,7 +173,8 @@ std::int64_t forward_packs(const Op& op, T* out, const T* const* p, const std::i
     ((c |= st[k] != 0 ? 1u << k : 0u), ...);
     return [&]<unsigned... m>(std::integer_sequence<unsigned, m...>) {
       std::int64_t done = 0;
-      ((c == m ? (done = forward_packs_as<Op, T, m>(op, out, p, n, ks), true) : false) || ...);
+      (void)((c == m ? (done = forward_packs_as<Op, T, m>(op, out, p, n, ks), true) : false) ||
+             ...);
       return done;
     }
     (std::make_integer_sequence<unsigned, 1u << N>{});

@@ -60,6 +60,16 @@
 #define MG_INLINE inline __attribute__((always_inline))
 #endif
 
+// The same for a lambda, written after its parameter list: `[&](auto x) MG_LAMBDA_INLINE {...}`.
+// A lambda inside an MG_INLINE function is a function of its own, which g++ keeps out of line
+// when it is large: the static engine's forward and reverse sweeps then become two calls, and
+// sin in one and cos in the other no longer fuse into sincos.
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define MG_LAMBDA_INLINE __attribute__((always_inline))
+#else
+#define MG_LAMBDA_INLINE
+#endif
+
 // MG_FLATTEN inlines every call inside a function, recursively, where GCC can: the fused loops
 // use it so that the whole sweep (forward and backward) becomes one loop body. It could not
 // inline xsimd's sin and cos ("function not inlinable"); the packs use their own, see Note

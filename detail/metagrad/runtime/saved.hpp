@@ -123,8 +123,11 @@ class saved_variable {
   // Where the owner's edge for an input is, when the input is one of its operands: the edge
   // holds the input's history, so the saved value need not (Note [Saved tensors]).
   struct operand_edge {
-    const edge* e = nullptr;
-    std::uint32_t index = 0;  // in owner->next_edges()
+    // (a constructor, not member initialisers: clang does not take those in a default argument
+    // of the enclosing class)
+    constexpr operand_edge(const edge* at = nullptr, std::uint32_t i = 0) : e(at), index(i) {}
+    const edge* e;
+    std::uint32_t index;  // in owner->next_edges()
   };
 
   // Saves t for the backward of `owner` (named `op` in messages); `is_output`: t is an output of

@@ -43,13 +43,13 @@ struct grad_transform {
   bool with_value;
 
   template <class... A>
-  constexpr auto operator()(const A&... args) const {
+  MG_INLINE constexpr auto operator()(const A&... args) const {
     return run<true>(args...);
   }
 
   // ValueToo: {value, gradient(s)} (mg::value_and_grad); else the gradient(s) alone (mg::grad).
   template <bool ValueToo, class... A>
-  constexpr auto run(const A&... args) const {
+  MG_INLINE constexpr auto run(const A&... args) const {
     using Family = typename refine_family<evaluator_family_t<A...>, F, sizeof...(A)>::type;
     static_assert(!std::is_void_v<Family>,
                   "metagrad: grad takes floating-point numbers, xtensor containers or mg::tensor "
@@ -62,7 +62,7 @@ struct grad_transform {
     // an evaluator that builds the final results in place says so (xt/array_family.hpp): no copy of
     // them
     constexpr bool in_place = requires { evaluator<Family>::builds_final_result; };
-    return [&]<std::size_t... J>(std::index_sequence<J...>) {
+    return [&]<std::size_t... J>(std::index_sequence<J...>) MG_LAMBDA_INLINE {
       if constexpr (Transform<F> && TangentFamily<Family>) {
         // the gradient of a gradient on arrays: forward mode over f (Note [Dual arrays])
         return evaluator<Family>::template grad_by_tangents<ValueToo, J...>(f, args...);

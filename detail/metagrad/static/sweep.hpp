@@ -238,11 +238,13 @@ struct sweep_types {
   template <std::size_t s>
   using val_t = typename val<s>::type;
 
-  template <std::size_t s, bool = wanted_v<E, Wanted>[s]>
+  template <std::size_t s, bool>
   struct adj_inner;
+  // (the flag is spelt out: clang does not apply a member template's default argument given on
+  // its declaration alone)
   template <std::size_t s>
-  using adj_t =
-      typename std::conditional_t<s == root, std::type_identity<Seed>, adj_inner<s>>::type;
+  using adj_t = typename std::conditional_t<s == root, std::type_identity<Seed>,
+                                            adj_inner<s, wanted_v<E, Wanted>[s]>>::type;
 
   // Does node p's backward run? Not for leaves, non-differentiable ops, or an adjoint that is
   // nothing (Note [No gradient]).
@@ -345,12 +347,14 @@ class sweep {
   MG_HD MG_INLINE constexpr decltype(auto) result() const { return value<N - 1>(); }
 
   MG_HD MG_INLINE constexpr void forward() {
-    [this]<std::size_t... s>(std::index_sequence<s...>) { (compute<s>(), ...); }
+    [this]<std::size_t... s>(std::index_sequence<s...>) MG_LAMBDA_INLINE { (compute<s>(), ...); }
     (slots{});
   }
 
   MG_HD MG_INLINE constexpr void backward(const Seed& seed) {
-    [&]<std::size_t... i>(std::index_sequence<i...>) { (step<N - 1 - i>(seed), ...); }
+    [&]<std::size_t... i>(std::index_sequence<i...>) MG_LAMBDA_INLINE {
+      (step<N - 1 - i>(seed), ...);
+    }
     (slots{});
   }
 
@@ -381,7 +385,9 @@ class sweep {
   template <class Tangents>
   MG_HD MG_INLINE constexpr auto tangent(const Tangents& dx) const {
     typename storage<slots>::tangents ts{};
-    [&]<std::size_t... s>(std::index_sequence<s...>) { (tangent_step<s>(ts, dx), ...); }
+    [&]<std::size_t... s>(std::index_sequence<s...>) MG_LAMBDA_INLINE {
+      (tangent_step<s>(ts, dx), ...);
+    }
     (slots{});
     return at<N - 1>(ts);
   }
@@ -401,7 +407,7 @@ class sweep {
     } else if constexpr (!wanted_v<E, Wanted>[s]) {
       return no_grad{};
     } else {
-      return [&]<std::size_t... u>(std::index_sequence<u...>) {
+      return [&]<std::size_t... u>(std::index_sequence<u...>) MG_LAMBDA_INLINE {
         return (reduce_term<Policy>(
                     contribution<plan_v<E>.use_k[plan_v<E>.use_begin[s] + u]>(forward_like<Self>(
                         at<plan_v<E>.use_p[plan_v<E>.use_begin[s] + u]>(self.bwds_))),
@@ -450,7 +456,7 @@ class sweep {
   MG_HD MG_INLINE constexpr void compute() {
     if constexpr (plan_v<E>.nchild[s] > 0) {
       const auto& op = op_of<s>();
-      at<s>(vals_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
+      at<s>(vals_) = [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
         using Op = std::remove_cvref_t<decltype(op)>;
         return Policy::template keep<Op>(call(op, value<plan_v<E>.child[s][j]>()...));
       }
@@ -473,11 +479,11 @@ class sweep {
         at<s>(ts) = static_cast<V>(0);
       } else {
         constexpr std::size_t n = plan_v<E>.nchild[s];
-        const auto b = [&]<std::size_t... j>(std::index_sequence<j...>) {
+        const auto b = [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
           return op.backward(value<plan_v<E>.child[s][j]>()..., value<s>(), static_cast<V>(1));
         }
         (std::make_index_sequence<n>{});
-        const auto sum = [&]<std::size_t... j>(std::index_sequence<j...>) {
+        const auto sum = [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
           return (tangent_term<j>(b, at<plan_v<E>.child[s][j]>(ts)) + ... + adj_term<no_grad>{});
         }
         (std::make_index_sequence<n>{});
@@ -504,7 +510,7 @@ class sweep {
       const auto& op = op_of<p>();
       using Op = std::remove_cvref_t<decltype(op)>;
       constexpr std::size_t n = plan_v<E>.nchild[p];
-      at<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) {
+      at<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
         return Policy::keep_bwd(
             op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
                         T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));

@@ -42,6 +42,8 @@ struct constructed_by {
   F f;
   operator std::invoke_result_t<const F&>() const { return f(); }
 };
+template <class F>
+constructed_by(F) -> constructed_by<F>;  // clang 16 deduces no aggregate's arguments
 
 struct array_general {
   // f's value on arrays (any shape), by the general evaluator.

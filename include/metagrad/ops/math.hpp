@@ -304,15 +304,23 @@ requires detail::Operands<X> MG_HD constexpr auto reciprocal(const X& x, call_si
 struct softplus_op {
   static constexpr const char* name = "softplus";
   static constexpr auto saves = saved::inputs;
+  // Above the threshold the result is x (torch's threshold 20) and its gradient 1. Below it,
+  // forward and backward take exp of the same value, which a static gradient computes once.
+  MG_HD static auto below(const auto& x) {
+    using detail::select;
+    return select(x > 20, 0, x);
+  }
   MG_HD static auto forward(const auto& x) {
     using detail::select;
     using std::exp, std::log1p;
-    return select(x > 20, x, log1p(exp(x)));
+    return select(x > 20, x, log1p(exp(below(x))));
   }
-  // d/dx log(1 + e^x) = 1/(1 + e^-x) (also 1, to rounding, above the threshold)
+  // d/dx log(1 + e^x) = e^x / (1 + e^x); 1 above the threshold
   MG_HD static auto backward(const auto& x, const auto&, const auto& g) {
+    using detail::select;
     using std::exp;
-    return g / (1 + exp(-x));
+    const auto e = exp(below(x));
+    return select(x > 20, g, g * e / (1 + e));
   }
 };
 template <class X>
