@@ -19,6 +19,18 @@ namespace mg {
 namespace detail {
 template <class T>
 inline constexpr bool always_false_v = false;
+
+// The conversion of a symbolic value to bool fails here, in its template's default argument:
+// overload resolution instantiates that at once, so this sentence comes before whatever error
+// the branch would cause next (g++'s "inconsistent types deduced for lambda return type" of an
+// if with two returns, or the ?: of two expression types). Other target types pass through.
+template <class T>
+struct branch_on_symbolic {
+  static_assert(!std::is_same_v<T, bool>,
+                "metagrad: a traced function cannot branch on a symbolic value (if (x > 0)): "
+                "use mg::where(x > 0, a, b), or mg::tensor for data-dependent control flow");
+  using type = void;
+};
 }  // namespace detail
 
 // Note [Misuse in one sentence]: a traced function's values are expressions, not numbers. The
@@ -33,14 +45,9 @@ inline constexpr bool always_false_v = false;
 // They are templates: nothing is instantiated unless a program makes the mistake. (A macro
 // here, because the expression types are aggregates without a common base.)
 #define MG_SYMBOLIC_MISUSE_DIAGNOSTICS(Self)                                                     \
-  template <class B>                                                                             \
+  template <class B, class = typename detail::branch_on_symbolic<B>::type>                       \
   requires std::is_same_v<B, bool>                                                               \
-  explicit operator B() const {                                                                  \
-    static_assert(detail::always_false_v<B>,                                                     \
-                  "metagrad: a traced function cannot branch on a symbolic value (if (x > 0)): " \
-                  "use mg::where(x > 0, a, b), or mg::tensor for data-dependent control flow");  \
-    return false;                                                                                \
-  }                                                                                              \
+  explicit operator B() const { return false; }                                                  \
   template <class D>                                                                             \
   requires std::is_same_v<D, double>                                                             \
   operator D() const {                                                                           \

@@ -68,6 +68,15 @@ int main() {
   ok = check([](auto x) { return mg::apply<with_context>(x); }, 3.0);
 #elif MG_COMPILE_FAIL == 7  // indices (max along a dim with its index) in the static engine
   ok = check([](auto x) { return mg::max(x, 0).values; }, 1.0);
+#elif MG_COMPILE_FAIL == 8  // a branch whose two returns differ in type: still the sentence first
+  ok = check(
+      [](auto x) {
+        if (x > 0) return x * x;
+        return -x;
+      },
+      3.0);
+#elif MG_COMPILE_FAIL == 9  // the same as ?:
+  ok = check([](auto x) { return x > 0 ? x * x : -x; }, 3.0);
 #else
   // the twins: mg::where for the branch, sin, a custom op for atan, mg::repeat for the loop,
   // mg::to_string for printing, a ctx-free op for the Function, amax for max with indices
