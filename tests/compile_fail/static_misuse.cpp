@@ -77,6 +77,8 @@ int main() {
       3.0);
 #elif MG_COMPILE_FAIL == 9  // the same as ?:
   ok = check([](auto x) { return x > 0 ? x * x : -x; }, 3.0);
+#elif MG_COMPILE_FAIL == 10  // a shaped op the static engine cannot trace
+  ok = check([](auto x) { return mg::cross_entropy(x * 2.0, {0}); }, 0.0);
 #else
   // the twins: mg::where for the branch, sin, a custom op for atan, mg::repeat for the loop,
   // mg::to_string for printing, a ctx-free op for the Function, amax for max with indices

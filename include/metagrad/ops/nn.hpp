@@ -106,6 +106,19 @@ struct cross_entropy_op {
   }
 };
 
+namespace detail {
+// (a deduced return type, so that the assertion fires where it is called, before the caller's
+// other errors)
+template <class X>
+constexpr auto check_shaped_logits() {
+  static_assert(!ZeroD<X>,
+                "metagrad: mg::cross_entropy needs its logits' shape, which the static engine's "
+                "traced values do not have: compute it on mg::tensor (the runtime engine, one "
+                "fused op), or write the loss from logsumexp and the picked logits");
+  return true;
+}
+}  // namespace detail
+
 /// The mean over the batch of -log softmax(logits)[n, target[n]]: logits [N, C] (or [C] with one
 /// target), targets class indices in [0, C) (torch's cross_entropy, reduction='mean'). Runs on
 /// tensors (targets: an i64 mg::tensor, or a vector) and on xtensor arrays, not inside the static
@@ -113,6 +126,7 @@ struct cross_entropy_op {
 template <class X>
 requires detail::Operands<X>
 auto cross_entropy(const X& logits, const std::vector<std::int64_t>& targets, call_site site = {}) {
+  detail::check_shaped_logits<X>();
   const detail::site_scope_for<X> here(site);
   const shape_t s = detail::shape_of(logits);
   if (s.empty() || s.size() > 2)
