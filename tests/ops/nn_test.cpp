@@ -17,16 +17,32 @@ TEST(Nn, MseLoss) {
   expect_ad([](auto a, auto b) { return mg::mse_loss(a, b); }, {.shapes = {{2, 3}, {3}}});
 }
 
+// cross_entropy inside a traced function is a compile-time error (tests/compile_fail): the
+// harness's static legs are off here, and compile with a stand-in for numbers and expressions.
+template <class X, class F>
+auto unless_traced(const X& x, F f) {
+  if constexpr (mg::detail::ZeroD<X>) {
+    return x;
+  } else {
+    return f(x);
+  }
+}
 TEST(Nn, CrossEntropy) {
   expect_ad(
       [](auto x) {
-        return mg::cross_entropy(x * 2, std::vector<std::int64_t>{2, 0});
+        return unless_traced(x, [](auto v) {
+          return mg::cross_entropy(v * 2, std::vector<std::int64_t>{2, 0});
+        });
       },
       {.shapes = {{2, 3}}, .scalar = false, .xtensor = false});
 }
 TEST(Nn, CrossEntropyOneSample) {
-  expect_ad([](auto x) { return mg::cross_entropy(x, std::vector<std::int64_t>{1}); },
-            {.shapes = {{4}}, .scalar = false, .xtensor = false});
+  expect_ad(
+      [](auto x) {
+        return unless_traced(
+            x, [](auto v) { return mg::cross_entropy(v, std::vector<std::int64_t>{1}); });
+      },
+      {.shapes = {{4}}, .scalar = false, .xtensor = false});
 }
 
 MG_TEST_ON_EACH_DEVICE(NnSemantics);
