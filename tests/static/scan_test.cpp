@@ -136,6 +136,22 @@ TEST(StaticScan, LoopsOfOneStepTypeAndNestedLoops) {
   mg_test::check_static(nested, 0.3, 0.7);
 }
 
+// f(0.7, 0.3) against 20 steps of (x, y, z) <- (x + 0.1 y a, y - 0.1 z, z + 0.1 sin(x) b) by
+// hand, from (a, b, 0), returning x y + z; and its derivatives against central differences.
+template <class F>
+void check_three_value_loop(const F& f) {
+  double x = 0.7, y = 0.3, z = 0;
+  for (int k = 0; k < 20; ++k) {
+    const double nx = x + 0.1 * y * 0.7, ny = y - 0.1 * z;
+    z = z + 0.1 * std::sin(x) * 0.3;
+    x = nx;
+    y = ny;
+  }
+  EXPECT_DOUBLE_EQ(f(0.7, 0.3), x * y + z);
+  EXPECT_DOUBLE_EQ(mg::value_and_grad(f)(0.7, 0.3).first, x * y + z);
+  mg_test::check_static(f, 0.7, 0.3);
+}
+
 // A state of three values, one starting as the integer 0: on numbers the loop must not store
 // the step's doubles back into an int (it unrolls instead), and traced it is one node per value.
 TEST(StaticScan, ATupleStateWithAnIntegerStart) {
@@ -147,16 +163,7 @@ TEST(StaticScan, ATupleStateWithAnIntegerStart) {
     const auto [x, y, z] = mg::repeat<20>(step, std::tuple{a, b, 0});
     return x * y + z;
   };
-  double x = 0.7, y = 0.3, z = 0;
-  for (int k = 0; k < 20; ++k) {
-    const double nx = x + 0.1 * y * 0.7, ny = y - 0.1 * z;
-    z = z + 0.1 * std::sin(x) * 0.3;
-    x = nx;
-    y = ny;
-  }
-  EXPECT_DOUBLE_EQ(f(0.7, 0.3), x * y + z);
-  EXPECT_DOUBLE_EQ(mg::value_and_grad(f)(0.7, 0.3).first, x * y + z);
-  mg_test::check_static(f, 0.7, 0.3);
+  check_three_value_loop(f);
 }
 
 TEST(StaticScan, FirstOrderOnArrays) {
@@ -238,16 +245,7 @@ TEST(StaticScan, ANestedTupleState) {
     const auto [x, yz] = mg::repeat<20>(step, std::tuple{a, std::pair{b, 0.0}});
     return x * yz.first + yz.second;
   };
-  double x = 0.7, y = 0.3, z = 0;
-  for (int k = 0; k < 20; ++k) {
-    const double nx = x + 0.1 * y * 0.7, ny = y - 0.1 * z;
-    z = z + 0.1 * std::sin(x) * 0.3;
-    x = nx;
-    y = ny;
-  }
-  EXPECT_DOUBLE_EQ(f(0.7, 0.3), x * y + z);
-  EXPECT_DOUBLE_EQ(mg::value_and_grad(f)(0.7, 0.3).first, x * y + z);
-  mg_test::check_static(f, 0.7, 0.3);
+  check_three_value_loop(f);
 }
 
 // A step that advances a captured counter to read its data (a row per step, as an LSTM reads its
