@@ -190,6 +190,16 @@ TEST(DeviceIndex, DevicesAreTypeAndIndex) {
 
 TEST(DeviceIndex, ATrainingStepOnTheSecondDevice) {
   MG_NEED_TWO_DEVICES();
+  {
+    const mg::tensor batch = mg::full({5, 784}, 0.01);
+    // example-begin devices
+    mg::tensor w = mg::full({784, 10}, 0.01, {.device = mg::device::cuda(1)}).requires_grad_();
+    mg::tensor x = batch.to(mg::device::cuda(1));
+    mg::matmul(x, w).sum().backward();  // all of it on device 1
+    // example-end devices
+    EXPECT_EQ(w.grad().device(), mg::device::cuda(1));
+    EXPECT_NEAR(w.grad().sum().item<double>(), 784 * 10 * 5 * 0.01, 1e-3);  // sum of x's columns
+  }
   mg::tensor w0 = mg::full({6, 3}, 0.1, {.dtype = mg::f64, .device = on_device}).requires_grad_();
   mg::tensor w1 = mg::full({6, 3}, 0.1, {.dtype = mg::f64, .device = second}).requires_grad_();
   const mg::tensor x0 = mg::full({5, 6}, 0.2, {.dtype = mg::f64, .device = on_device});
