@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include <benchmark/benchmark.h>
@@ -171,72 +172,55 @@ bool agree(std::string_view f) {
   return false;
 }
 
-// Each function at a point that moves a little every call (so nothing is hoisted).
-double call(std::string_view f, bool hand, double t) {
-  if (f == "quotient") return total(hand ? quotient_hand(t, 0.7, 0.4) : quotient_mg(t, 0.7, 0.4));
-  if (f == "nested_tanh") return total(hand ? nested_tanh_hand(t) : nested_tanh_mg(t));
-  if (f == "shared_exp") return total(hand ? shared_exp_hand(t, 0.7) : shared_exp_mg(t, 0.7));
+// Function f's gradient (hand-written or metagrad's) at t and fixed other arguments, summed; one
+// pointer, chosen once, so that --check counts the same calling code for both versions.
+using runner = double (*)(double);
+template <auto G, auto... Rest>
+double run_at(double t) {
+  return total(G(t, Rest...));
+}
+runner pick(std::string_view f, bool hand) {
+  if (f == "quotient")
+    return hand ? run_at<quotient_hand, 0.7, 0.4> : run_at<quotient_mg, 0.7, 0.4>;
+  if (f == "nested_tanh") return hand ? run_at<nested_tanh_hand> : run_at<nested_tanh_mg>;
+  if (f == "shared_exp") return hand ? run_at<shared_exp_hand, 0.7> : run_at<shared_exp_mg, 0.7>;
   if (f == "five")
-    return total(hand ? five_hand(t, 0.7, -0.2, 0.9, 0.1) : five_mg(t, 0.7, -0.2, 0.9, 0.1));
-  if (f == "radial") return total(hand ? radial_hand(t, 0.7) : radial_mg(t, 0.7));
-  if (f == "gate") return total(hand ? gate_hand(t, 0.7, 0.4) : gate_mg(t, 0.7, 0.4));
+    return hand ? run_at<five_hand, 0.7, -0.2, 0.9, 0.1> : run_at<five_mg, 0.7, -0.2, 0.9, 0.1>;
+  if (f == "radial") return hand ? run_at<radial_hand, 0.7> : run_at<radial_mg, 0.7>;
+  if (f == "gate") return hand ? run_at<gate_hand, 0.7, 0.4> : run_at<gate_mg, 0.7, 0.4>;
   std::fprintf(stderr, "unknown function %s\n", f.data());
   std::exit(2);
 }
 
-template <result<3> (*G)(double, double, double)>
-void bm3(benchmark::State& state) {
+// G at x and the other arguments, x moving a little every call (so nothing is hoisted).
+template <auto G, class... A>
+void bm(benchmark::State& state, A... rest) {
   double x = 0.3, acc = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(x);
-    acc += total(G(x, 0.7, 0.4));
-    x += 1e-9;
-  }
-  benchmark::DoNotOptimize(acc);
-}
-template <result<2> (*G)(double, double)>
-void bm2(benchmark::State& state) {
-  double x = 0.3, acc = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(x);
-    acc += total(G(x, 0.7));
-    x += 1e-9;
-  }
-  benchmark::DoNotOptimize(acc);
-}
-template <result<1> (*G)(double)>
-void bm1(benchmark::State& state) {
-  double x = 0.3, acc = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(x);
-    acc += total(G(x));
-    x += 1e-9;
-  }
-  benchmark::DoNotOptimize(acc);
-}
-template <result<5> (*G)(double, double, double, double, double)>
-void bm5(benchmark::State& state) {
-  double x = 0.3, acc = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(x);
-    acc += total(G(x, 0.7, -0.2, 0.9, 0.1));
+    acc += total(G(x, rest...));
     x += 1e-9;
   }
   benchmark::DoNotOptimize(acc);
 }
 
-BENCHMARK(bm3<quotient_hand>)->Name("quotient/hand");
-BENCHMARK(bm3<quotient_mg>)->Name("quotient/metagrad");
-BENCHMARK(bm1<nested_tanh_hand>)->Name("nested_tanh/hand");
-BENCHMARK(bm1<nested_tanh_mg>)->Name("nested_tanh/metagrad");
-BENCHMARK(bm2<shared_exp_hand>)->Name("shared_exp/hand");
-BENCHMARK(bm2<shared_exp_mg>)->Name("shared_exp/metagrad");
-BENCHMARK(bm5<five_hand>)->Name("five/hand");
-BENCHMARK(bm5<five_mg>)->Name("five/metagrad");
-BENCHMARK(bm2<radial_hand>)->Name("radial/hand");
-BENCHMARK(bm2<radial_mg>)->Name("radial/metagrad");
-BENCHMARK(bm3<gate_hand>)->Name("gate/hand");
-BENCHMARK(bm3<gate_mg>)->Name("gate/metagrad");
+// Registers the hand-written and the metagrad version of one function, at the same arguments.
+template <auto Hand, auto Metagrad, class... A>
+void register_pair(const std::string& name, A... rest) {
+  benchmark::RegisterBenchmark((name + "/hand").c_str(),
+                               [=](benchmark::State& s) { bm<Hand>(s, rest...); });
+  benchmark::RegisterBenchmark((name + "/metagrad").c_str(),
+                               [=](benchmark::State& s) { bm<Metagrad>(s, rest...); });
+}
+
+void register_all() {
+  register_pair<quotient_hand, quotient_mg>("quotient", 0.7, 0.4);
+  register_pair<nested_tanh_hand, nested_tanh_mg>("nested_tanh");
+  register_pair<shared_exp_hand, shared_exp_mg>("shared_exp", 0.7);
+  register_pair<five_hand, five_mg>("five", 0.7, -0.2, 0.9, 0.1);
+  register_pair<radial_hand, radial_mg>("radial", 0.7);
+  register_pair<gate_hand, gate_mg>("gate", 0.7, 0.4);
+}
 
 }  // namespace
 
@@ -244,8 +228,9 @@ int main(int argc, char** argv) {
   if (argc == 5 && std::string_view(argv[1]) == "--check") {
     const long n = std::atol(argv[3]);
     const bool hand = std::string_view(argv[4]) == "hand";
+    const runner run = pick(argv[2], hand);
     double acc = 0, t = 0.3;
-    for (long i = 0; i < n; ++i, t += 1e-9) acc += call(argv[2], hand, t);
+    for (long i = 0; i < n; ++i, t += 1e-9) acc += run(t);
     std::printf("%.17g\n", acc);
     return 0;
   }
@@ -254,6 +239,7 @@ int main(int argc, char** argv) {
     std::printf("%s: %s\n", argv[2], ok ? "the versions agree" : "the versions DIFFER");
     return ok ? 0 : 1;
   }
+  register_all();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   return 0;
