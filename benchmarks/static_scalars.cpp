@@ -175,19 +175,25 @@ bool agree(std::string_view f) {
 // Function f's gradient (hand-written or metagrad's) at t and fixed other arguments, summed; one
 // pointer, chosen once, so that --check counts the same calling code for both versions.
 using runner = double (*)(double);
-template <auto G, auto... Rest>
-double run_at(double t) {
-  return total(G(t, Rest...));
-}
 runner pick(std::string_view f, bool hand) {
   if (f == "quotient")
-    return hand ? run_at<quotient_hand, 0.7, 0.4> : run_at<quotient_mg, 0.7, 0.4>;
-  if (f == "nested_tanh") return hand ? run_at<nested_tanh_hand> : run_at<nested_tanh_mg>;
-  if (f == "shared_exp") return hand ? run_at<shared_exp_hand, 0.7> : run_at<shared_exp_mg, 0.7>;
+    return hand ? +[](double t) { return total(quotient_hand(t, 0.7, 0.4)); }
+                : +[](double t) { return total(quotient_mg(t, 0.7, 0.4)); };
+  if (f == "nested_tanh")
+    return hand ? +[](double t) { return total(nested_tanh_hand(t)); }
+                : +[](double t) { return total(nested_tanh_mg(t)); };
+  if (f == "shared_exp")
+    return hand ? +[](double t) { return total(shared_exp_hand(t, 0.7)); }
+                : +[](double t) { return total(shared_exp_mg(t, 0.7)); };
   if (f == "five")
-    return hand ? run_at<five_hand, 0.7, -0.2, 0.9, 0.1> : run_at<five_mg, 0.7, -0.2, 0.9, 0.1>;
-  if (f == "radial") return hand ? run_at<radial_hand, 0.7> : run_at<radial_mg, 0.7>;
-  if (f == "gate") return hand ? run_at<gate_hand, 0.7, 0.4> : run_at<gate_mg, 0.7, 0.4>;
+    return hand ? +[](double t) { return total(five_hand(t, 0.7, -0.2, 0.9, 0.1)); }
+                : +[](double t) { return total(five_mg(t, 0.7, -0.2, 0.9, 0.1)); };
+  if (f == "radial")
+    return hand ? +[](double t) { return total(radial_hand(t, 0.7)); }
+                : +[](double t) { return total(radial_mg(t, 0.7)); };
+  if (f == "gate")
+    return hand ? +[](double t) { return total(gate_hand(t, 0.7, 0.4)); }
+                : +[](double t) { return total(gate_mg(t, 0.7, 0.4)); };
   std::fprintf(stderr, "unknown function %s\n", f.data());
   std::exit(2);
 }
