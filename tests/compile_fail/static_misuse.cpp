@@ -45,11 +45,11 @@ int main() {
         return x * x;
       },
       3.0);
-#elif MG_COMPILE_FAIL == 2  // std::sin instead of sin
+#elif MG_COMPILE_FAIL == 2   // std::sin instead of sin
   ok = check([](auto x) { return std::sin(x); }, std::cos(1.5));
-#elif MG_COMPILE_FAIL == 3  // a function metagrad does not have (::atan(double) is found)
+#elif MG_COMPILE_FAIL == 3   // a function metagrad does not have (::atan(double) is found)
   ok = check([](auto x) { return atan(x); }, 1 / (1 + 1.5 * 1.5));
-#elif MG_COMPILE_FAIL == 4  // a loop that reassigns an expression
+#elif MG_COMPILE_FAIL == 4   // a loop that reassigns an expression
   ok = check(
       [](auto x) {
         auto t = x;
@@ -57,25 +57,25 @@ int main() {
         return t;
       },
       4 * 1.5 * 1.5 * 1.5);
-#elif MG_COMPILE_FAIL == 5  // printing a symbolic value
+#elif MG_COMPILE_FAIL == 5   // printing a symbolic value
   ok = check(
       [](auto x) {
         std::cout << x << '\n';
         return x;
       },
       1.0);
-#elif MG_COMPILE_FAIL == 6  // an mg::Function (with a context) in the static engine
+#elif MG_COMPILE_FAIL == 6   // an mg::Function (with a context) in the static engine
   ok = check([](auto x) { return mg::apply<with_context>(x); }, 3.0);
-#elif MG_COMPILE_FAIL == 7  // indices (max along a dim with its index) in the static engine
+#elif MG_COMPILE_FAIL == 7   // indices (max along a dim with its index) in the static engine
   ok = check([](auto x) { return mg::max(x, 0).values; }, 1.0);
-#elif MG_COMPILE_FAIL == 8  // a branch whose two returns differ in type: still the sentence first
+#elif MG_COMPILE_FAIL == 8   // a branch whose two returns differ in type: still the sentence first
   ok = check(
       [](auto x) {
         if (x > 0) return x * x;
         return -x;
       },
       3.0);
-#elif MG_COMPILE_FAIL == 9  // the same as ?:
+#elif MG_COMPILE_FAIL == 9   // the same as ?:
   ok = check([](auto x) { return x > 0 ? x * x : -x; }, 3.0);
 #elif MG_COMPILE_FAIL == 10  // a shaped op the static engine cannot trace
   ok = check([](auto x) { return mg::cross_entropy(x * 2.0, {0}); }, 0.0);
