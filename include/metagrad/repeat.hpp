@@ -43,4 +43,56 @@ constexpr auto repeat(Step&& step, State init) {
   }
 }
 
+namespace detail {
+// Steps K..N-1 of a loop with rows, unrolled (unroll::always, or a state whose type changes).
+template <std::size_t K, std::size_t N, class Step, class State, class R>
+auto unrolled_rows(Step& step, State s, const R& rows) {
+  if constexpr (K == N) {
+    return s;
+  } else {
+    return unrolled_rows<K + 1, N>(step, step(std::move(s), rows.row(K)), rows);
+  }
+}
+
+template <std::size_t N, unroll U, class Step, class State, class R>
+auto repeat_rows(Step& step, State init, const R& rows) {
+  using Row = typename R::row_type;
+  if constexpr (N == 0) {
+    return init;
+  } else if constexpr (scanned_v<Step, State, U, Row>) {
+    return scan<N>(step, std::move(init), rows);
+  } else if constexpr (plain_loop_v<Step, State, Row>) {
+    for (std::size_t k = 0; k < N; ++k) init = State(step(std::move(init), rows.row(k)));
+    return init;
+  } else {
+    return unrolled_rows<0, N>(step, std::move(init), rows);
+  }
+}
+}  // namespace detail
+
+/// The same loop reading one row of `xs` per step, as jax.lax.scan reads its xs:
+/// step(state, row k of xs) at step k (Note [Per-step inputs]). xs has exactly N rows: an
+/// xtensor array whose first dimension is the steps (row k of a 1-D array is a number, of a
+/// higher-rank one an array of the other dimensions), or a std::vector or std::array of one
+/// value per step. The rows are data, without gradients. In a traced function the loop is one
+/// node (unroll::always unrolls it): first derivatives and jvp are available, second derivatives
+/// through it are not.
+/// ```cpp
+/// auto f = [&xs](auto w, auto u) {   // h <- tanh(w h + u x_k) over the rows x_k of xs
+///   return mg::repeat<8>([&](auto h, auto x) { return tanh(w * h + u * x); }, 0.0, xs);
+/// };
+/// ```
+template <std::size_t N, unroll U = unroll::automatic, class Step, class State, class Xs>
+auto repeat(Step&& step, State init, const Xs& xs) {
+  static_assert(detail::Rows<Xs>,
+                "metagrad: mg::repeat's xs must be an xtensor array whose first dimension is the "
+                "steps (include <metagrad/xtensor.hpp>), or a std::vector or std::array of one "
+                "value per step");
+  if constexpr (!detail::Rows<Xs>) {
+    return init;  // after the assertion: no cascade of errors
+  } else {
+    return detail::repeat_rows<N, U>(step, std::move(init), detail::make_rows<N>(xs));
+  }
+}
+
 }  // namespace mg

@@ -40,6 +40,12 @@ int main() {
 #elif MG_COMPILE_FAIL == 3  // 16 steps holding a literal, unrolled by hand: 2^16 occurrences
   auto deep = [](auto t, auto x) { return relax_unrolled<16>(t, x); };
   ok = std::isfinite(mg::grad<0>(deep)(0.3, 0.7));
+#elif MG_COMPILE_FAIL == 4  // second order through a loop reading one row per step
+  const xt::xtensor<double, 1> xs = {0.5, -1.0, 0.25};
+  const auto rnn = [&xs](auto w) {
+    return mg::repeat<3>([&](const auto& h, const auto& x) { return tanh(w * h + x); }, 0.0, xs);
+  };
+  ok = std::isfinite(mg::hessian(rnn)(0.7));
 #else
   // the twins: a few steps unrolled by hand, second order on numbers, and jvp on arrays
   auto few = [](auto t, auto x) { return relax_unrolled<6>(t, x); };

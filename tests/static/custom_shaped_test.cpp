@@ -122,3 +122,37 @@ TEST(StaticCustomShaped, MatrixVectorProduct) {
   const xt::xtensor<double, 1> x = {0.7, -0.3, 0.2};
   mg_test::check_xt([](auto m, auto v) { return sum(tanh(mg::apply<matvec_op>(m, v))); }, a, x);
 }
+
+namespace {
+// An elementwise op whose body calls max unqualified after `using std::max;` (docs/adding-an-op.md):
+// on numbers that is std::max, on the SIMD packs of the fused loop the packs' own.
+struct floor_at_quarter {
+  static constexpr const char* name = "floor_at_quarter";
+  static auto forward(const auto& x) {
+    using std::max;
+    return max(x, 0.25);
+  }
+  // d/dx max(x, 1/4) = 1 where x > 1/4, else 0
+  static auto backward(const auto& x, const auto&, const auto& g) {
+    using mg::detail::select;
+    return select(x > 0.25, g, 0.0 * g);
+  }
+};
+}  // namespace
+
+TEST(StaticCustomShaped, AnOpBodyCallingMax) {
+  // 9 elements: a full pack of 4 doubles (AVX2) twice and a tail, either side of 1/4
+  const xt::xtensor<double, 1> x = {-1.0, 0.1, 0.3, 2.0, -0.2, 0.26, 0.24, 1.5, -3.0};
+  const auto f = [](auto a) { return mg::sum(mg::apply<floor_at_quarter>(a) * a); };
+  const auto [v, g] = mg::value_and_grad(f)(x);
+  double want = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    want += std::max(x(i), 0.25) * x(i);
+    // d/dx_i max(x_i, 1/4) x_i: 2 x_i above 1/4, 1/4 below
+    EXPECT_DOUBLE_EQ(g(i), x(i) > 0.25 ? 2 * x(i) : 0.25) << i;
+  }
+  EXPECT_DOUBLE_EQ(v, want);
+  // on numbers: std::max, and its gradient through the static engine
+  EXPECT_DOUBLE_EQ(mg::apply<floor_at_quarter>(0.1), 0.25);
+  EXPECT_DOUBLE_EQ(mg::grad([](auto a) { return mg::apply<floor_at_quarter>(a) * a; })(0.5), 1.0);
+}

@@ -289,6 +289,12 @@ TEST(StaticXtensor, Errors) {
   const std::string ns = error_of([&] { mg::grad([](auto p) { return p * p; })(a); });
   EXPECT_NE(ns.find("scalar"), std::string::npos) << ns;
   EXPECT_NE(ns.find("[2,3]"), std::string::npos) << ns;
+  // a one-element array is a scalar (as in torch); an xt::xtensor<T, N> result is rejected at
+  // compile time instead (Note [Scalar results], tests/compile_fail)
+  const xt::xarray<double> one{3.0};
+  const auto g1 = mg::grad([](auto p) { return p * p; })(one);
+  ASSERT_EQ(g1.size(), 1u);
+  EXPECT_DOUBLE_EQ(g1(0), 6.0);
   const std::string ax = error_of([&] { mg::grad([](auto p) { return sum(sum(p, 2)); })(a); });
   EXPECT_NE(ax.find("dim 2"), std::string::npos) << ax;
 }

@@ -262,6 +262,14 @@ struct pack {
       return xsimd::erf(a.v);
   }
   MG_INLINE friend pack atan2(const pack& y, const pack& x) { return atan2_std(y.v, x.v); }
+  // std::max and std::min lane by lane, NaN included ((a < b) ? b : a): an op body calls them
+  // unqualified after `using std::max;`, as it calls exp
+  MG_INLINE friend pack max(const pack& a, const pack& b) {
+    return xsimd::select(a.v < b.v, b.v, a.v);
+  }
+  MG_INLINE friend pack min(const pack& a, const pack& b) {
+    return xsimd::select(b.v < a.v, b.v, a.v);
+  }
   // xsimd's pow is exp(b log a): patched where a or b is 0, as std::pow defines them
   MG_INLINE friend pack pow(const pack& a, const pack& b) {
     const batch zero(T(0));
@@ -365,6 +373,22 @@ requires std::is_arithmetic_v<S> MG_INLINE pack<T> atan2(const pack<T>& y, S x) 
 template <class T, class S>
 requires std::is_arithmetic_v<S> MG_INLINE pack<T> atan2(S y, const pack<T>& x) {
   return atan2(pack<T>(y), x);
+}
+template <class T, class S>
+requires std::is_arithmetic_v<S> MG_INLINE pack<T> max(const pack<T>& a, S b) {
+  return max(a, pack<T>(b));
+}
+template <class T, class S>
+requires std::is_arithmetic_v<S> MG_INLINE pack<T> max(S a, const pack<T>& b) {
+  return max(pack<T>(a), b);
+}
+template <class T, class S>
+requires std::is_arithmetic_v<S> MG_INLINE pack<T> min(const pack<T>& a, S b) {
+  return min(a, pack<T>(b));
+}
+template <class T, class S>
+requires std::is_arithmetic_v<S> MG_INLINE pack<T> min(S a, const pack<T>& b) {
+  return min(pack<T>(a), b);
 }
 // a number to a pack power: no integral shortcut, the exponent varies by lane
 template <class T, class S>

@@ -14,8 +14,9 @@
 //      is an mg::error instead;
 //   2. the body's other leaves (the function's arguments it captured, maybe an enclosing loop's
 //      state) become the node's first K children, and the initial state its next M; the body is
-//      renamed to read caps as arg<0..K-1> and the state as arg<K..K+M-1>;
-//   3. the node, scan_op<N, K, M, J, Body...>, holds the body (its constants included) and
+//      renamed to read caps as arg<0..K-1>, the state as arg<K..K+M-1> and a row as arg<K+M>;
+//   3. the node, scan_op<N, K, M, J, Rows, Body...>, holds the body (its constants included),
+//      the rows its steps read if any (Note [Per-step inputs] in static/scan_rows.hpp), and
 //      yields state component J after N steps. Forward runs the body N times through the
 //      family's own evaluator (plain sweeps on numbers, the array evaluator on xtensor arrays);
 //      backward runs the forward again keeping the N states, then the body's vector-Jacobian
@@ -44,6 +45,7 @@
 #include <metagrad/static/evaluator.hpp>
 #include <metagrad/static/plan.hpp>
 #include <metagrad/static/scan_body.hpp>
+#include <metagrad/static/scan_rows.hpp>
 #include <metagrad/static/sweep.hpp>
 #include <metagrad/unroll.hpp>
 
@@ -53,21 +55,24 @@ inline constexpr std::size_t scan_first_base = std::size_t{1} << 24;
 
 // ---- the node --------------------------------------------------------------------------------
 
-template <std::size_t N, std::size_t K, std::size_t M, std::size_t J, class... B>
+// R: the rows the steps read (Note [Per-step inputs]), or no_rows.
+template <std::size_t N, std::size_t K, std::size_t M, std::size_t J, class R, class... B>
 struct scan_op {
   static constexpr const char* name = "repeat";
   static constexpr bool elementwise = false;
   static constexpr std::size_t arity = K + M;
   static constexpr std::size_t steps = N, ncaps = K, nstate = M, component = J;
   std::tuple<B...> body;
+  R rows;
 
-  // One step: the state after `s` (a tuple of M values), given the caps (a tuple of K).
+  // Step k: the state after `s` (a tuple of M values), given the caps (a tuple of K); the body
+  // reads step k's row after the state.
   template <class Caps, class S>
-  auto step(const Caps& caps, const S& s) const {
+  auto step(const Caps& caps, const S& s, std::size_t k) const {
     return [&]<std::size_t... j>(std::index_sequence<j...>) {
       return std::apply(
           [&](const auto&... v) { return std::tuple{body_value(std::get<j>(body), v...)...}; },
-          std::tuple_cat(caps, tuple_slice_ref<0, M>(s)));
+          std::tuple_cat(caps, tuple_slice_ref<0, M>(s), rows.at(k)));
     }
     (std::make_index_sequence<M>{});
   }
@@ -75,8 +80,8 @@ struct scan_op {
   // The state's value types: those one step yields from the initial state, which must be those
   // the next step yields.
   template <class Caps, class Init>
-  using state_t = decltype(std::declval<const scan_op&>().step(std::declval<const Caps&>(),
-                                                               std::declval<const Init&>()));
+  using state_t = decltype(std::declval<const scan_op&>().step(
+      std::declval<const Caps&>(), std::declval<const Init&>(), std::size_t{0}));
 
   template <class Caps, class Init>
   auto run(const Caps& caps, const Init& init) const {
@@ -84,8 +89,8 @@ struct scan_op {
     static_assert(std::is_same_v<S, state_t<Caps, S>>,
                   "metagrad: mg::repeat's step must keep the type of each state value (a float "
                   "state meeting a double constant changes it: make them agree)");
-    S s = step(caps, init);
-    for (std::size_t k = 1; k < N; ++k) s = step(caps, s);
+    S s = step(caps, init, 0);
+    for (std::size_t k = 1; k < N; ++k) s = step(caps, s, k);
     return s;
   }
 
@@ -122,51 +127,55 @@ struct scan_op {
 
   template <class Caps, class States, class S, class G>
   auto vjp_over(const Caps& caps, States& states, S s0, const G& g) const {
-    states[0] = std::move(s0);
-    for (std::size_t k = 1; k < N; ++k) states[k] = step(caps, states[k - 1]);
+    states[0] = std::move(s0);  // states[k]: the state step k starts from
+    for (std::size_t k = 1; k < N; ++k) states[k] = step(caps, states[k - 1], k - 1);
     // the adjoint of the state after step N: g in component J
     S a = [&]<std::size_t... j>(std::index_sequence<j...>) {
       return S{seed_component<j, J, std::tuple_element_t<j, S>>(g, std::get<j>(states[N - 1]))...};
     }
     (std::make_index_sequence<M>{});
     // on numbers with several state values, one sweep over sum_j a_j body_j (the adjoints its
-    // arguments K+M...) gives the whole vector-Jacobian product
+    // arguments K+M+P..., after the row when there is one) gives the whole vector-Jacobian product
+    constexpr std::size_t P = R::present ? 1 : 0;
     const auto lagrangian = [&]<std::size_t... j>(std::index_sequence<j...>) {
       if constexpr (numbers_v<S> && M > 1) {
-        return as_expr(((std::get<j>(body) * arg<K + M + j>{}) + ...));
+        return as_expr(((std::get<j>(body) * arg<K + M + P + j>{}) + ...));
       } else {
         return 0;
       }
     }
     (std::make_index_sequence<M>{});
-    const auto back = [&](const S& s) {
+    const auto back = [&](const S& s, std::size_t k) {
       if constexpr (numbers_v<S> && M > 1) {
         using T = std::tuple_element_t<0, S>;
-        return tuple_slice<0, K + M>(
-            std::apply([&](const auto&... v) { return body_vjp(lagrangian, T(1), v...); },
-                       std::tuple_cat(caps, tuple_slice_ref<0, M>(s), tuple_slice_ref<0, M>(a))));
+        return tuple_slice<0, K + M>(std::apply(
+            [&](const auto&... v) { return body_vjp(lagrangian, T(1), v...); },
+            std::tuple_cat(caps, tuple_slice_ref<0, M>(s), rows.at(k), tuple_slice_ref<0, M>(a))));
+      } else if constexpr (R::present) {
+        return tuple_slice<0, K + M>(back_step(caps, s, a, k));
       } else {
-        return back_step(caps, s, a);
+        return back_step(caps, s, a, k);
       }
     };
-    auto sum = back(states[N - 1]);
+    auto sum = back(states[N - 1], N - 1);
     auto dcaps = tuple_slice<0, K>(sum);
     for (std::size_t k = N - 1; k-- > 0;) {
       a = tuple_slice<K, M>(sum);
-      sum = back(states[k]);
+      sum = back(states[k], k);
       add_each(dcaps, sum, std::make_index_sequence<K>{});
     }
     return std::tuple_cat(std::move(dcaps), tuple_slice<K, M>(sum));
   }
 
-  // The body's vector-Jacobian product at state s with adjoints a: a tuple of K + M gradients.
+  // The body's vector-Jacobian product at step k's state s with adjoints a: a tuple of K + M
+  // gradients (and the row's, which the caller drops).
   template <class Caps, class S>
-  auto back_step(const Caps& caps, const S& s, const S& a) const {
+  auto back_step(const Caps& caps, const S& s, const S& a, std::size_t k) const {
     return [&]<std::size_t... j>(std::index_sequence<j...>) {
       auto one = [&]<std::size_t i>(std::integral_constant<std::size_t, i>) {
         return std::apply(
             [&](const auto&... v) { return body_vjp(std::get<i>(body), std::get<i>(a), v...); },
-            std::tuple_cat(caps, tuple_slice_ref<0, M>(s)));
+            std::tuple_cat(caps, tuple_slice_ref<0, M>(s), rows.at(k)));
       };
       auto r = one(std::integral_constant<std::size_t, 0>{});
       ((j > 0 ? add_each(r, one(std::integral_constant<std::size_t, j>{}),
@@ -206,9 +215,9 @@ struct scan_vjp_op {
   auto hvp(const X&... x) const;
 };
 
-template <std::size_t N, std::size_t K, std::size_t M, std::size_t J, class... B>
+template <std::size_t N, std::size_t K, std::size_t M, std::size_t J, class R, class... B>
 template <class... X>
-auto scan_op<N, K, M, J, B...>::backward(const X&... x) const {
+auto scan_op<N, K, M, J, R, B...>::backward(const X&... x) const {
   // x: the K caps, the M initial values, the value, its adjoint
   const auto all = std::tie(x...);
   if constexpr (std::is_same_v<family_t<X...>, dual_family>) {
@@ -221,6 +230,15 @@ auto scan_op<N, K, M, J, B...>::backward(const X&... x) const {
     return std::apply(
         [](auto... d) { return grads{std::move(d)...}; },
         vjp(tuple_slice_ref<0, K>(all), tuple_slice_ref<K, M>(all), std::get<K + M + 1>(all)));
+  } else if constexpr (R::present) {
+    static_assert(always_false_v<scan_op>,
+                  "metagrad: second derivatives through mg::repeat with per-step inputs (xs) are "
+                  "not available (first derivatives are): unroll the loop "
+                  "(mg::repeat<N, mg::unroll::always>)");
+    return [&]<std::size_t... c>(std::index_sequence<c...>) {
+      return grads{std::get<c>(all)...};  // after the assertion: no cascade of errors
+    }
+    (std::make_index_sequence<K + M>{});
   } else {
     // grad of grad: the gradients as nodes of the enclosing expression
     return [&]<std::size_t... i>(std::index_sequence<i...>) { return grads{vjp_node<i>(all)...}; }
@@ -228,9 +246,9 @@ auto scan_op<N, K, M, J, B...>::backward(const X&... x) const {
   }
 }
 
-template <std::size_t N, std::size_t K, std::size_t M, std::size_t J, class... B>
+template <std::size_t N, std::size_t K, std::size_t M, std::size_t J, class R, class... B>
 template <std::size_t i, class All>
-auto scan_op<N, K, M, J, B...>::vjp_node(const All& all) const {
+auto scan_op<N, K, M, J, R, B...>::vjp_node(const All& all) const {
   return [&]<std::size_t... c>(std::index_sequence<c...>) {
     return make_expr(scan_vjp_op<i, scan_op>{*this}, std::get<c>(all)..., std::get<K + M + 1>(all));
   }
@@ -389,24 +407,25 @@ constexpr bool step_holds_state() {
 
 // Does mg::repeat run `step` on `S` as a scan node? When its result is a traced expression (in
 // some component) and U says so: always for unroll::never, for unroll::automatic when the step
-// holds constants.
-template <class Step, class S, unroll U>
+// holds constants or reads a row (Row, the row's type: Note [Per-step inputs]).
+template <class Step, class S, unroll U, class... Row>
 constexpr bool scanned() {
-  using R = std::remove_cvref_t<decltype(std::declval<Step&>()(std::declval<S>()))>;
+  using R = std::remove_cvref_t<decltype(std::declval<Step&>()(std::declval<S>(),
+                                                               std::declval<Row>()...))>;
   constexpr bool traced = []<std::size_t... j>(std::index_sequence<j...>) {
     return (Expr<decltype(state_component<j>(std::declval<R>()))> || ...);
   }
   (std::make_index_sequence<state_size<R>()>{});
   if constexpr (U == unroll::always || !traced || state_size<R>() != state_size<S>()) {
     return false;
-  } else if constexpr (U == unroll::never) {
+  } else if constexpr (U == unroll::never || sizeof...(Row) > 0) {
     return true;
   } else {
     return step_holds_state<Step, S>();
   }
 }
-template <class Step, class S, unroll U>
-inline constexpr bool scanned_v = scanned<std::remove_reference_t<Step>, S, U>();
+template <class Step, class S, unroll U, class... Row>
+inline constexpr bool scanned_v = scanned<std::remove_reference_t<Step>, S, U, Row...>();
 
 // Is a state value of type Sj rebuilt from a step's Rj without changing it? When the types are
 // the same, or Sj is a container built from an expression (an xtensor array from a lazy xtensor
@@ -420,11 +439,12 @@ constexpr bool rebuilds() {
   }
 }
 
-// Does mg::repeat run `step` on `S` as a plain loop? When each state value is rebuilt from what
-// step returns.
-template <class Step, class S>
+// Does mg::repeat run `step` on `S` (and a row of type Row) as a plain loop? When each state value
+// is rebuilt from what step returns.
+template <class Step, class S, class... Row>
 constexpr bool plain_loop() {
-  using R = std::remove_cvref_t<decltype(std::declval<Step&>()(std::declval<S>()))>;
+  using R = std::remove_cvref_t<decltype(std::declval<Step&>()(std::declval<S>(),
+                                                               std::declval<Row>()...))>;
   if constexpr (!std::is_move_assignable_v<S>) {
     return false;
   } else if constexpr (std::is_same_v<R, S>) {
@@ -440,17 +460,21 @@ constexpr bool plain_loop() {
     (std::make_index_sequence<state_size<R>()>{});
   }
 }
-template <class Step, class S>
-inline constexpr bool plain_loop_v = plain_loop<std::remove_reference_t<Step>, S>();
+template <class Step, class S, class... Row>
+inline constexpr bool plain_loop_v = plain_loop<std::remove_reference_t<Step>, S, Row...>();
 
-template <std::size_t N, class Step, class S>
-auto scan(Step& step, S init) {
+// The loop node of N steps of `step` from `init`, reading `rows` (no_rows, or scan_rows: Note
+// [Per-step inputs]).
+template <std::size_t N, class Step, class S, class Rows = no_rows>
+auto scan(Step& step, S init, Rows rows = {}) {
   constexpr std::size_t M = state_size<S>();
+  constexpr bool with_row = Rows::present;
   using seq = std::make_index_sequence<M>;
   // 1. trace the step past every argument index a first trace read
-  constexpr std::size_t A = arg_end(typename body_types<body_t<scan_first_base, S, Step>>::type{});
-  const auto body = trace_body<A, S>(step, seq{});
-  if (!same_trace(body, trace_body<A, S>(step, seq{})))
+  constexpr std::size_t A =
+      arg_end(typename body_types<body_t<scan_first_base, S, Step, with_row>>::type{});
+  const auto body = trace_body<A, S, with_row>(step, seq{});
+  if (!same_trace(body, trace_body<A, S, with_row>(step, seq{})))
     fail(
         "mg::repeat: the step read other values when it was traced again (a captured counter or "
         "index that the step advances?); a loop whose step holds constants is traced once and "
@@ -465,16 +489,16 @@ auto scan(Step& step, S init) {
   return [&]<std::size_t... j, std::size_t... o>(std::index_sequence<j...>,
                                                  std::index_sequence<o...>) {
     using Op0 =
-        scan_op<N, K, M, 0,
+        scan_op<N, K, M, 0, Rows,
                 typename renamed<
                     Map, std::tuple_element_t<j, std::remove_cvref_t<decltype(body)>>>::type...>;
-    const Op0 op0{std::tuple{rename<Map>(std::get<j>(body))...}};
+    const Op0 op0{std::tuple{rename<Map>(std::get<j>(body))...}, rows};
     auto node_of = [&]<std::size_t c>(std::integral_constant<std::size_t, c>) {
       using Op =
-          scan_op<N, K, M, c,
+          scan_op<N, K, M, c, Rows,
                   typename renamed<
                       Map, std::tuple_element_t<j, std::remove_cvref_t<decltype(body)>>>::type...>;
-      return make_expr(Op{op0.body}, arg<o>{}..., state_component<j>(init)...);
+      return make_expr(Op{op0.body, op0.rows}, arg<o>{}..., state_component<j>(init)...);
     };
     return state_like<S>(node_of(std::integral_constant<std::size_t, j>{})...);
   }

@@ -118,18 +118,25 @@ constexpr auto symbolic_state(std::index_sequence<j...>) {
   return state_like<S>(arg<Base + j>{}...);
 }
 
-// The body of the step traced at base A: one expression per state component.
-template <std::size_t A, class S, class Step, std::size_t... j>
+// The body of the step traced at base A: one expression per state component. With rows (Note
+// [Per-step inputs]) the step's row is the leaf after the state's, arg<A + M>.
+template <std::size_t A, class S, bool WithRow, class Step, std::size_t... j>
 constexpr auto trace_body(Step& step, std::index_sequence<j...> seq) {
-  auto r = step(symbolic_state<A, S>(seq));
+  auto r = [&] {
+    if constexpr (WithRow) {
+      return step(symbolic_state<A, S>(seq), arg<A + sizeof...(j)>{});
+    } else {
+      return step(symbolic_state<A, S>(seq));
+    }
+  }();
   static_assert(state_size<decltype(r)>() == sizeof...(j),
                 "metagrad: mg::repeat's step must return a state with as many values as it "
                 "takes");
   return std::tuple{as_expr(state_component<j>(std::move(r)))...};
 }
-template <std::size_t A, class S, class Step>
-using body_t =
-    decltype(trace_body<A, S>(std::declval<Step&>(), std::make_index_sequence<state_size<S>()>{}));
+template <std::size_t A, class S, class Step, bool WithRow = false>
+using body_t = decltype(trace_body<A, S, WithRow>(std::declval<Step&>(),
+                                                  std::make_index_sequence<state_size<S>()>{}));
 
 // ---- a trace read again (Note [Scan]: a loop with constants is traced once) -------------------
 

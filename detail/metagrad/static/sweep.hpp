@@ -346,17 +346,9 @@ class sweep {
   }
   MG_HD MG_INLINE constexpr decltype(auto) result() const { return value<N - 1>(); }
 
-  MG_HD MG_INLINE constexpr void forward() {
-    [this]<std::size_t... s>(std::index_sequence<s...>) MG_LAMBDA_INLINE { (compute<s>(), ...); }
-    (slots{});
-  }
+  MG_HD MG_INLINE constexpr void forward() { forward_slots(slots{}); }
 
-  MG_HD MG_INLINE constexpr void backward(const Seed& seed) {
-    [&]<std::size_t... i>(std::index_sequence<i...>) MG_LAMBDA_INLINE {
-      (step<N - 1 - i>(seed), ...);
-    }
-    (slots{});
-  }
+  MG_HD MG_INLINE constexpr void backward(const Seed& seed) { backward_slots(seed, slots{}); }
 
   // The adjoint of slot s: the seed at the root, else the sum of what its uses sent.
   template <std::size_t s>
@@ -385,10 +377,7 @@ class sweep {
   template <class Tangents>
   MG_HD MG_INLINE constexpr auto tangent(const Tangents& dx) const {
     typename storage<slots>::tangents ts{};
-    [&]<std::size_t... s>(std::index_sequence<s...>) MG_LAMBDA_INLINE {
-      (tangent_step<s>(ts, dx), ...);
-    }
-    (slots{});
+    tangent_slots(ts, dx, slots{});
     return at<N - 1>(ts);
   }
 
@@ -399,6 +388,42 @@ class sweep {
   }
 
  private:
+  // Note [One body]: the loops over the slots. Forced inline, they make a sweep one body with its
+  // caller, so that forward and reverse share their values in registers and g++ fuses sin in one
+  // with cos in the other (tests/static/codegen). Past one_body_slots slots each stays a function
+  // of its own, as the compiler chooses: forcing a 286-slot gradient (six unrolled steps holding
+  // a literal) into one body doubled its compile time, 13.3 s to 28.6 s.
+  static constexpr std::size_t one_body_slots = 128;
+  static constexpr bool one_body = N <= one_body_slots;
+  template <std::size_t... s>
+  requires one_body MG_HD MG_INLINE constexpr void forward_slots(std::index_sequence<s...>) {
+    (compute<s>(), ...);
+  }
+  template <std::size_t... s>
+  requires(!one_body) MG_HD constexpr void forward_slots(std::index_sequence<s...>) {
+    (compute<s>(), ...);
+  }
+  template <std::size_t... i>
+  requires one_body MG_HD MG_INLINE constexpr void backward_slots(const Seed& seed,
+                                                                  std::index_sequence<i...>) {
+    (step<N - 1 - i>(seed), ...);
+  }
+  template <std::size_t... i>
+  requires(!one_body) MG_HD
+      constexpr void backward_slots(const Seed& seed, std::index_sequence<i...>) {
+    (step<N - 1 - i>(seed), ...);
+  }
+  template <class TS, class DX, std::size_t... s>
+  requires one_body MG_HD MG_INLINE constexpr void tangent_slots(TS& ts, const DX& dx,
+                                                                 std::index_sequence<s...>) const {
+    (tangent_step<s>(ts, dx), ...);
+  }
+  template <class TS, class DX, std::size_t... s>
+  requires(!one_body) MG_HD
+      constexpr void tangent_slots(TS& ts, const DX& dx, std::index_sequence<s...>) const {
+    (tangent_step<s>(ts, dx), ...);
+  }
+
   // Self is const (the contributions are copied) or not (they are handed over).
   template <std::size_t s, class Self>
   MG_HD MG_INLINE static constexpr auto adjoint_of(Self& self, const Seed& seed) {

@@ -26,7 +26,11 @@
 #include <type_traits>
 #include <utility>
 
+#include <xtensor/xtensor.hpp>
+#include <xtensor/xview.hpp>
+
 #include <metagrad/static/evaluator.hpp>
+#include <metagrad/static/scan_rows.hpp>
 #include <metagrad/xt/algebra.hpp>
 #include <metagrad/xt/boundaries.hpp>
 #include <metagrad/xt/fused.hpp>
@@ -86,6 +90,66 @@ struct constant_traits<T> {
   static type make(const T& a) { return type{typename type::array_type(a)}; }
 };
 
+// The rows of an xtensor array for mg::repeat (Note [Per-step inputs] in static/scan_rows.hpp):
+// its first dimension is the steps. Row k of a 1-D array is a number; of a higher-rank one, a
+// container of the other dimensions (xt::xtensor of one rank less, or an xt::xarray where the type
+// does not fix the rank: then a 0-d one for a 1-D array).
+template <class X>
+requires XtExpr<X>
+struct rows_traits<X> {
+  using value_type = std::remove_cv_t<xt_value_t<X>>;
+  static constexpr std::size_t rank = static_rank_v<X>;  // 0: the type does not fix it
+  using stored =
+      std::conditional_t<rank == 0, xt::xarray<value_type>, xt::xtensor<value_type, rank>>;
+  static stored store(const X& x) {
+    if (x.dimension() == 0) fail("mg::repeat: xs is a 0-d array; its first dimension is the steps");
+    return stored(x);
+  }
+  static std::size_t count(const stored& x) { return x.shape()[0]; }
+  static auto row(const stored& x, std::size_t k) {
+    if constexpr (rank == 1) {
+      return x(k);
+    } else if constexpr (rank == 0) {
+      return xt::xarray<value_type>(xt::view(x, k));
+    } else {
+      return xt::xtensor<value_type, rank - 1>(xt::view(x, k));
+    }
+  }
+};
+
+// Note [Scalar results]: mg::grad and mg::value_and_grad differentiate a function whose value is
+// one number. An elementwise expression of an array whose type fixes its rank (xt::xtensor<T, N>,
+// xt::xtensor_fixed, or such an array captured) is an array of at least that rank: the function
+// has forgotten its reduction, and compiling says so in one sentence. Where the types do not fix
+// the rank (xt::xarray, or a shaped op or reduction at the root), the run-time check of
+// xt/general.hpp stays: a 0-d or one-element array passes, anything else is an mg::error.
+// least_rank_v<E, Args> is a lower bound of the rank of E's value: 0 where the types do not say.
+template <class X>
+constexpr std::size_t least_rank_of_type() {
+  if constexpr (XtExpr<X>) {
+    return static_rank_v<X>;  // 0 for a rank the type does not fix
+  } else {
+    return 0;
+  }
+}
+template <class E, class Args>
+inline constexpr std::size_t least_rank_v = 0;
+template <std::size_t I, class... A>
+inline constexpr std::size_t least_rank_v<arg<I>, std::tuple<A...>> =
+    least_rank_of_type<std::remove_cvref_t<std::tuple_element_t<I, std::tuple<A...>>>>();
+template <class T, std::size_t R, class Args>
+inline constexpr std::size_t least_rank_v<cst<captured_array<T, R>>, Args> = R;
+template <class Op, class... C, class Args>
+inline constexpr std::size_t least_rank_v<node<Op, C...>, Args> =
+    is_elementwise<Op>() ? std::max({std::size_t{0}, least_rank_v<C, Args>...}) : 0;
+
+template <class F, class... A>
+constexpr void require_scalar_result() {
+  static_assert(least_rank_v<traced_t<F, sizeof...(A)>, std::tuple<A...>> == 0,
+                "metagrad: mg::grad needs a function whose value is one number, and this one "
+                "returns an array: reduce it (mg::sum, mg::mean), or use mg::vjp or mg::jacobian");
+}
+
 template <>
 struct evaluator<array_family> : tangent_transforms<array_family>, array_boundaries {
   template <std::size_t... I, class F, class... A>
@@ -99,10 +163,12 @@ struct evaluator<array_family> : tangent_transforms<array_family>, array_boundar
   static constexpr bool builds_final_result = true;
   template <std::size_t... I, class F, class... A>
   static auto value_and_grad_final(const F& f, const A&... args) {
+    require_scalar_result<F, A...>();
     return value_and_grad_as<pair_final, I...>(f, args...);
   }
   template <std::size_t... I, class F, class... A>
   static auto grad_final(const F& f, const A&... args) {
+    require_scalar_result<F, A...>();
     return value_and_grad_as<gradients_only, I...>(f, args...);
   }
 

@@ -1,0 +1,133 @@
+// Note [Per-step inputs] (static/scan_rows.hpp): mg::repeat<N>(step, init, xs) reads row k of xs
+// at step k, as jax.lax.scan reads its xs. Its value is a hand-written loop's; its gradients
+// match central differences on numbers (one state value and a pair, rows from an xtensor array
+// and a std::vector) and on arrays (a 2-D xs, a state vector), traced as one node or unrolled.
+#include <array>
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <xtensor/xtensor.hpp>
+
+#include <metagrad/xtensor.hpp>
+
+#include "support/harness.hpp"
+#include "support/harness_xtensor.hpp"
+
+namespace {
+// example-begin rnn
+// A recurrent cell over a sequence: h <- tanh(w h + u x_k) for the 8 inputs x_k of xs, from
+// h = 0. The step reads its input through its second parameter; the weights are captured.
+const xt::xtensor<double, 1> xs = {0.5, -1.0, 0.25, 2.0, -0.5, 1.5, 0.0, -2.0};
+auto rnn = [](auto w, auto u) {
+  return mg::repeat<8>([&](const auto& h, const auto& x) { return tanh(w * h + u * x); }, 0.0, xs);
+};
+// example-end rnn
+
+double rnn_by_hand(double w, double u) {
+  double h = 0;
+  for (const double x : xs) h = std::tanh(w * h + u * x);
+  return h;
+}
+
+// A pair state over a std::vector of rows: several state values take the loop node's one-sweep
+// path for the vector-Jacobian product on numbers.
+const std::vector<double> rows = {0.3, -0.7, 1.1, 0.4, -0.2};
+auto cell = [](auto w, auto u) {
+  auto step = [&](const auto& s, const auto& x) {
+    const auto& [h, c] = s;
+    return std::pair{tanh(w * h + u * x + c), 0.5 * c + h * x};
+  };
+  return mg::repeat<5>(step, std::pair{0.1, 0.0}, rows).first;
+};
+double cell_by_hand(double w, double u) {
+  double h = 0.1, c = 0;
+  for (const double x : rows) {
+    const double h2 = std::tanh(w * h + u * x + c), c2 = 0.5 * c + h * x;
+    h = h2;
+    c = c2;
+  }
+  return h;
+}
+}  // namespace
+
+TEST(StaticScanRows, OneValueOverAnXtensorArray) {
+  const auto at = std::tuple{0.7, -0.4};
+  EXPECT_NEAR(rnn(0.7, -0.4), rnn_by_hand(0.7, -0.4), 1e-15);  // the plain loop, on numbers
+  const auto [v, g] = mg::value_and_grad(rnn)(0.7, -0.4);      // traced: one loop node
+  EXPECT_NEAR(v, rnn_by_hand(0.7, -0.4), 1e-15);
+  const auto [dw, du] = g;
+  EXPECT_TRUE(mg_test::near_rel(dw, mg_test::central_difference<0>(rnn_by_hand, at), 1e-7));
+  EXPECT_TRUE(mg_test::near_rel(du, mg_test::central_difference<1>(rnn_by_hand, at), 1e-7));
+  // forward mode through the node: the tangent along (1, 0) is d/dw
+  EXPECT_NEAR(double(mg::jvp(rnn, std::tuple{0.7, -0.4}, std::tuple{1.0, 0.0}).second), dw, 1e-14);
+  using E = mg::detail::traced_t<decltype(rnn), 2>;
+  static_assert(mg::detail::plan_v<E>.nslots == 4);  // w, u, the start 0.0 and the loop
+}
+
+TEST(StaticScanRows, UnrolledAgreesWithTheNode) {
+  auto unrolled = [](auto w, auto u) {
+    return mg::repeat<8, mg::unroll::always>(
+        [&](const auto& h, const auto& x) { return tanh(w * h + u * x); }, 0.0, xs);
+  };
+  const auto [dw, du] = mg::grad(rnn)(0.7, -0.4);
+  const auto [uw, uu] = mg::grad(unrolled)(0.7, -0.4);
+  EXPECT_NEAR(dw, uw, 1e-14);
+  EXPECT_NEAR(du, uu, 1e-14);
+  EXPECT_NEAR(mg::hessian<0>(unrolled)(0.7, -0.4),
+              (mg::grad<0>(rnn)(0.7 + 1e-5, -0.4) - mg::grad<0>(rnn)(0.7 - 1e-5, -0.4)) / 2e-5,
+              1e-7);  // unrolled, second order is available
+}
+
+TEST(StaticScanRows, APairStateOverAVector) {
+  const auto at = std::tuple{0.9, 0.6};
+  EXPECT_NEAR(cell(0.9, 0.6), cell_by_hand(0.9, 0.6), 1e-15);
+  const auto [dw, du] = mg::grad(cell)(0.9, 0.6);
+  EXPECT_TRUE(mg_test::near_rel(dw, mg_test::central_difference<0>(cell_by_hand, at), 1e-7));
+  EXPECT_TRUE(mg_test::near_rel(du, mg_test::central_difference<1>(cell_by_hand, at), 1e-7));
+  // a std::array of rows reads the same
+  const std::array<double, 5> fixed = {0.3, -0.7, 1.1, 0.4, -0.2};
+  auto cell_fixed = [&fixed](auto w, auto u) {
+    auto step = [&](const auto& s, const auto& x) {
+      const auto& [h, c] = s;
+      return std::pair{tanh(w * h + u * x + c), 0.5 * c + h * x};
+    };
+    return mg::repeat<5>(step, std::pair{0.1, 0.0}, fixed).first;
+  };
+  const auto [fw, fu] = mg::grad(cell_fixed)(0.9, 0.6);
+  EXPECT_DOUBLE_EQ(fw, dw);
+  EXPECT_DOUBLE_EQ(fu, du);
+}
+
+TEST(StaticScanRows, ArrayRowsAndAnArrayState) {
+  // h <- tanh(w * h + s * x_k) elementwise, over the 5 rows of a 5x3 xs, from a fixed h0
+  const xt::xtensor<double, 2> seq = {
+      {0.5, -1.0, 0.25}, {2.0, -0.5, 1.5}, {0.0, -2.0, 0.75}, {1.0, 0.5, -0.25}, {-1.5, 0.3, 0.6}};
+  const xt::xtensor<double, 1> h0 = {0.1, -0.2, 0.3};
+  auto f = [&](auto w, auto s) {
+    return mg::sum(
+        mg::repeat<5>([&](const auto& h, const auto& x) { return tanh(w * h + s * x); }, h0, seq));
+  };
+  const xt::xtensor<double, 1> w = {0.8, -0.6, 1.2};
+  mg_test::check_xt(f, w, 0.4);
+  // against a hand-written loop
+  double by_hand = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    double h = h0(i);
+    for (std::size_t k = 0; k < 5; ++k) h = std::tanh(w(i) * h + 0.4 * seq(k, i));
+    by_hand += h;
+  }
+  EXPECT_NEAR(double(mg::value_and_grad(f)(w, 0.4).first), by_hand, 1e-14);
+}
+
+TEST(StaticScanRows, RowsMustBeOnePerStep) {
+  const std::string e = mg_test::error_of([] {
+    (void)mg::grad([](auto w) {
+      return mg::repeat<5>([&](const auto& h, const auto& x) { return tanh(w * h + x); }, 0.0, xs);
+    })(0.5);
+  });
+  EXPECT_NE(e.find("mg::repeat<5>: xs has 8 rows"), std::string::npos) << e;
+}
