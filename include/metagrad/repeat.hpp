@@ -85,9 +85,9 @@ auto repeat_rows(Step& step, State init, const R& rows) {
 template <std::size_t N, unroll U = unroll::automatic, class Step, class State, class Xs>
 auto repeat(Step&& step, State init, const Xs& xs) {
   static_assert(detail::Rows<Xs>,
-                "metagrad: mg::repeat's xs must be an xtensor array whose first dimension is the "
-                "steps (include <metagrad/xtensor.hpp>), or a std::vector or std::array of one "
-                "value per step");
+                "metagrad: mg::repeat's xs is data whose rows get no gradient, not a traced "
+                "argument: an xtensor array whose first dimension is the steps (include "
+                "<metagrad/xtensor.hpp>), or a std::vector or std::array of one value per step");
   if constexpr (!detail::Rows<Xs>) {
     return init;  // after the assertion: no cascade of errors
   } else {

@@ -46,6 +46,11 @@ int main() {
     return mg::repeat<3>([&](const auto& h, const auto& x) { return tanh(w * h + x); }, 0.0, xs);
   };
   ok = std::isfinite(mg::hessian(rnn)(0.7));
+#elif MG_COMPILE_FAIL == 5  // xs given as a traced argument (rows are data)
+  const auto g5 = mg::grad([](auto w, auto xs) {
+    return mg::repeat<3>([&](const auto& h, const auto& x) { return tanh(w * h + x); }, 0.0, xs);
+  });
+  ok = std::isfinite(std::get<0>(g5(0.7, 0.5)));
 #else
   // the twins: a few steps unrolled by hand, second order on numbers, and jvp on arrays
   auto few = [](auto t, auto x) { return relax_unrolled<6>(t, x); };
