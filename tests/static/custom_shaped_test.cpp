@@ -124,8 +124,9 @@ TEST(StaticCustomShaped, MatrixVectorProduct) {
 }
 
 namespace {
-// An elementwise op whose body calls max unqualified after `using std::max;` (docs/adding-an-op.md):
-// on numbers that is std::max, on the SIMD packs of the fused loop the packs' own.
+// An elementwise op whose body calls max unqualified after `using std::max;`
+// (docs/adding-an-op.md): on numbers that is std::max, on the SIMD packs of the fused loop the
+// packs' own.
 struct floor_at_quarter {
   static constexpr const char* name = "floor_at_quarter";
   static auto forward(const auto& x) {
