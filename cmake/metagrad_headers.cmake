@@ -84,7 +84,9 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/xt/algebra.hpp
   detail/metagrad/xt/array_family.hpp
   detail/metagrad/xt/boundaries.hpp
+  detail/metagrad/xt/dual_blocks.hpp
   detail/metagrad/xt/dual_family.hpp
+  detail/metagrad/xt/dual_tangents.hpp
   detail/metagrad/xt/element_loop.hpp
   detail/metagrad/xt/fused.hpp
   detail/metagrad/xt/fused_paths.hpp

@@ -140,7 +140,7 @@ MG_HD constexpr stored_t<A> store(const A& a) {
 template <class Op, class... Args>
 struct node {
   using mg_family = detail::expr_family;
-  [[no_unique_address]] Op op;
+  MG_NO_UNIQUE_ADDRESS Op op;
   detail::tuple<detail::stored_t<Args>...> args;
   MG_SYMBOLIC_MISUSE_DIAGNOSTICS(node)
 };

@@ -68,10 +68,11 @@ struct json {
   double num = 0;
   std::string str;
   std::vector<json> items;
-  std::vector<std::pair<std::string, json>> members;
+  std::vector<std::string> keys;  // an object's members: keys[i] names values[i]
+  std::vector<json> values;
   const json* get(const std::string& key) const {
-    for (const auto& [k2, v] : members)
-      if (k2 == key) return &v;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == key) return &values[i];
     return nullptr;
   }
 };
@@ -122,7 +123,8 @@ class json_reader {
         ws();
         std::string key = string_literal();
         expect(':');
-        v.members.emplace_back(std::move(key), value());
+        v.keys.push_back(std::move(key));
+        v.values.push_back(value());
       } while (eat(','));
       expect('}');
     } else if (c == '[') {

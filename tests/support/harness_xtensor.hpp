@@ -193,6 +193,23 @@ void check_xt_forward(const F& f, const std::vector<std::vector<std::size_t>>& s
     (expect_near(std::get<k>(hv), xt::xarray<double>((std::get<k>(gp) - std::get<k>(gm)) / (2 * h)),
                  "Hessian-vector product"),
      ...);
+    // The block of the Hessian of argument 0, all its directions in one pass (Note [Blocks of
+    // directions]), times v_0 against a central difference of the gradient along v_0.
+    const xt::xarray<double> H = mg::hessian<0>(weighted)(x[k]...);
+    const std::size_t n0 = x[0].size();
+    ASSERT_EQ(H.size(), n0 * n0) << "Hessian block";
+    auto a0 = x;
+    a0[0] = x[0] + h * v[0];
+    const xt::xarray<double> g0p = std::get<0>(
+        std::apply([&](const auto&... a) { return evaluator::vjp<0>(f, w, a...); }, a0));
+    a0[0] = x[0] - h * v[0];
+    const xt::xarray<double> g0m = std::get<0>(
+        std::apply([&](const auto&... a) { return evaluator::vjp<0>(f, w, a...); }, a0));
+    xt::xarray<double> hv0 = xt::zeros<double>({n0});
+    for (std::size_t i = 0; i < n0; ++i)
+      for (std::size_t j = 0; j < n0; ++j) hv0(i) += H.flat(i * n0 + j) * v[0].flat(j);
+    expect_near(hv0, xt::xarray<double>((g0p - g0m) / (2 * h)),
+                "Hessian block of argument 0 times v");
   }
   (std::make_index_sequence<N>{});
 }

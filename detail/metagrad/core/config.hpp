@@ -51,6 +51,16 @@
 #define MG_EXEC_CHECK_DISABLE
 #endif
 
+// MG_NO_UNIQUE_ADDRESS lets an empty member (the op of a static-engine node) take no room. clang
+// 16 emits broken code for the value-initialisation of aggregates whose empty members overlap
+// other subobjects (it crashes, or drops the code that follows), so there an empty op takes its
+// byte.
+#if defined(__clang__)
+#define MG_NO_UNIQUE_ADDRESS
+#else
+#define MG_NO_UNIQUE_ADDRESS [[no_unique_address]]
+#endif
+
 // MG_INLINE forces inlining on the hot paths of the static engine. Without it clang stops
 // fusing sin/cos into sincos and loses 18% to 50% against a hand-written sweep (in callgrind's
 // instruction counts).

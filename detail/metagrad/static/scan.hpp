@@ -79,8 +79,9 @@ struct scan_op {
 
   // The state's value types: those one step yields from the initial state, which must be those
   // the next step yields.
-  template <class Caps, class Init>
-  using state_t = decltype(std::declval<const scan_op&>().step(
+  // (Self keeps the object dependent: clang would look into the still incomplete class)
+  template <class Caps, class Init, class Self = scan_op>
+  using state_t = decltype(std::declval<const Self&>().step(
       std::declval<const Caps&>(), std::declval<const Init&>(), std::size_t{0}));
 
   template <class Caps, class Init>

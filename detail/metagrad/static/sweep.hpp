@@ -321,8 +321,8 @@ class sweep {
 
   const E& e_;
   const Args& args_;
-  typename storage<slots>::vals vals_{};
-  typename storage<slots>::bwds bwds_{};
+  typename storage<slots>::vals vals_;
+  typename storage<slots>::bwds bwds_;
 
  public:
   MG_HD MG_INLINE constexpr sweep(const E& e, const Args& args) : e_(e), args_(args) {}

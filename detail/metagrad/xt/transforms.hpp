@@ -208,18 +208,23 @@ struct tangent_transforms {
                           std::index_sequence<j...>) {
     (columns<I, j, T>(f, d, blocks, std::make_index_sequence<m>{}), ...);
   }
-  // column k of block (c, j), for every element k of argument i: f with tangent e_k on i
+  // columns k0 .. k0 + b - 1 of block (c, j), for every element k of argument i: f with the
+  // tangents e_k0 .. e_(k0+b-1) on i at once (Note [Blocks of directions])
   template <std::size_t i, std::size_t j, class T, class F, class D, class J, std::size_t... c>
   static void columns(const F& f, D& d, J& blocks, std::index_sequence<c...>) {
-    auto& t = std::get<i>(d).tangent;
-    const std::size_t n = t.size();
-    for (std::size_t k = 0; k < n; ++k) {
-      t.fill(T(0));
-      t.data()[k] = T(1);
+    auto& x = std::get<i>(d);
+    const std::size_t n = x.value.size();
+    const std::size_t most = block_directions(n);
+    for (std::size_t k0 = 0; k0 < n; k0 += most) {
+      const std::size_t b = std::min(most, n - k0);
+      x.tangent = work_array<T>::from_shape(with_block(b, x.value.shape()));
+      x.tangent.fill(T(0));
+      for (std::size_t k = 0; k < b; ++k) x.tangent.data()[k * n + k0 + k] = T(1);
       const auto r = std::apply(f, d);
-      (scatter(output<c, T>(r).tangent, blocks[c][j], k, n), ...);
+      (scatter(output<c, T>(r), blocks[c][j], k0, b, n), ...);
     }
-    t.fill(T(0));
+    x.tangent = work_array<T>::from_shape(x.value.shape());
+    x.tangent.fill(T(0));
   }
   // row e of every block: the gradients of sum(e_i * f), one reverse sweep
   template <class T, std::size_t... I, class F, class D, class Row, std::size_t... j>
@@ -242,9 +247,17 @@ struct tangent_transforms {
   static void put_row(xt::xarray<T>& block, const G& g, std::size_t i) {
     for (std::size_t k = 0; k < g.size(); ++k) block.data()[i * g.size() + k] = g.data()[k];
   }
+  // the tangents of b directions ([b, output shape], or of the output's shape, the same for all:
+  // the output does not depend on the argument) into columns k0 .. k0 + b - 1 of a block
   template <class T>
-  static void scatter(const work_array<T>& t, xt::xarray<T>& block, std::size_t k, std::size_t n) {
-    for (std::size_t e = 0; e < t.size(); ++e) block.data()[e * n + k] = t.data()[e];
+  static void scatter(const dual_array<T>& out, xt::xarray<T>& block, std::size_t k0, std::size_t b,
+                      std::size_t n) {
+    const work_array<T>& t = out.tangent;
+    const std::size_t m = out.value.size();
+    const bool blocked = t.dimension() == out.value.dimension() + 1;
+    for (std::size_t k = 0; k < b; ++k)
+      for (std::size_t e = 0; e < m; ++e)
+        block.data()[e * n + k0 + k] = t.data()[blocked ? k * m + e : e];
   }
   template <class T, std::size_t n, class J, std::size_t... c>
   static auto rows(J& blocks, std::index_sequence<c...>) {

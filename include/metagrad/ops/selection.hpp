@@ -30,6 +30,9 @@ struct values_and_indices {
   V values;
   I indices;
 };
+// (clang 16 does not deduce an aggregate's arguments by itself)
+template <class V, class I>
+values_and_indices(V, I) -> values_and_indices<V, I>;
 
 namespace detail {
 
@@ -48,8 +51,8 @@ template <class X>
 inline constexpr int hook_v = std::is_same_v<X, tensor> ? 0 : 1;
 
 template <class X>
-std::vector<std::int64_t> positions_of(const X& x, const shape_t& as, std::size_t d,
-                                       std::int64_t k, pick p) {
+std::vector<std::int64_t> positions_of(const X& x, const shape_t& as, std::size_t d, std::int64_t k,
+                                       pick p) {
   if constexpr (std::is_same_v<X, tensor>)
     return tensor_top_positions<hook_v<X>>(x, as, d, k, p);
   else
@@ -87,8 +90,8 @@ extreme_at extreme_positions(const X& x, std::int64_t dim, bool keepdim, pick p,
   const shape_t s = shape_of(x);
   const std::size_t d = wrap_dim(dim, s.size(), op, s);
   if (!s.empty() && s[d] == 0)
-    fail(op, ": dim ", dim, " of a tensor of shape ", shape_string(s),
-         " is empty, so it has no ", p == pick::largest ? "largest" : "smallest",
+    fail(op, ": dim ", dim, " of a tensor of shape ", shape_string(s), " is empty, so it has no ",
+         p == pick::largest ? "largest" : "smallest",
          " element; reduce along a dim of nonzero extent");
   shape_t out = s;
   if (!out.empty()) {
@@ -214,8 +217,8 @@ auto topk(const X& x, std::int64_t k, std::int64_t dim = -1, bool largest = true
   const std::size_t d = detail::wrap_dim(dim, s.size(), "topk", s);
   const std::int64_t n = s.empty() ? 1 : s[d];
   if (k < 0 || k > n)
-    detail::fail("topk: k = ", k, " is out of range for dim ", dim, " of extent ", n,
-                 " (shape ", detail::shape_string(s), "); valid: 0 to ", n);
+    detail::fail("topk: k = ", k, " is out of range for dim ", dim, " of extent ", n, " (shape ",
+                 detail::shape_string(s), "); valid: 0 to ", n);
   const auto p = largest ? detail::pick::largest : detail::pick::bottom;
   auto at = detail::positions_of(x, s, d, k, p);
   shape_t out = s;

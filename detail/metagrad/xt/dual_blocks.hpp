@@ -1,0 +1,267 @@
+// Forward mode along a block of directions at once (Note [Blocks of directions]).
+//
+// Note [Blocks of directions]: a dual array's tangent may hold B directions: a leading dimension
+// of extent B before the value's shape, so that its rank is the value's plus one (a tangent of
+// the value's own rank is one direction, or zeros, which broadcast over any block). mg::jacobian
+// and mg::hessian seed B columns of the identity at once, and one pass of f (for mg::hessian, one
+// reverse sweep run on dual arrays) gives B columns of the result:
+// - an elementwise op computes its tangent as for one direction, in one region (one SIMD loop)
+//   over [B, value shape]: a tangent of lower rank than the result gets unit dimensions after
+//   its block dimension, and the numpy broadcast does the rest;
+// - the linear ops a reverse sweep is made of (sum, expand, sum_to, slice and its adjoint embed)
+//   apply themselves to the block with their dimensions shifted by one;
+// - any other op computes its tangent once per direction (Note [Dual arrays]).
+// B is chosen by the caller so that a block of tangents stays small (block_directions).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <metagrad/dual_array.hpp>
+#include <metagrad/ops.hpp>
+#include <metagrad/xt/algebra.hpp>
+#include <metagrad/xt/dual_tangents.hpp>
+#include <metagrad/xt/pool.hpp>
+
+namespace mg::detail {
+
+// How many directions mg::jacobian and mg::hessian seed at once for an argument of n elements:
+// all of them up to 128, and fewer for larger arguments, so that a block of tangents of the
+// argument's size stays about 2^16 elements.
+inline std::size_t block_directions(std::size_t n) {
+  if (n <= 128) return std::max<std::size_t>(n, 1);
+  return std::clamp<std::size_t>((std::size_t{1} << 16) / n, 1, 128);
+}
+
+// The number of directions in x's tangent: 0 for one direction (or no tangent).
+template <class X>
+std::size_t block_of(const X& x) {
+  if constexpr (is_dual_v<X>) {
+    return x.tangent.dimension() == x.value.dimension() + 1 ? x.tangent.shape()[0] : 0;
+  } else {
+    return 0;
+  }
+}
+
+template <class S>
+std::vector<std::size_t> with_block(std::size_t b, const S& shape) {
+  std::vector<std::size_t> s{b};
+  s.insert(s.end(), shape.begin(), shape.end());
+  return s;
+}
+
+template <class T, class Op, class... X>
+struct block_rule {
+  using D = typename dual_seq<X...>::type;
+
+  // The tangents of op at x... along b directions, shape [b, y's shape].
+  template <class Y>
+  static work_array<T> of(const Op& op, const Y& y, std::size_t b, const X&... x) {
+    const std::vector<std::size_t> ys = with_block(b, shape_of(y));
+    work_array<T> t;
+    if constexpr (is_elementwise<Op>()) {
+      t = elementwise(op, y, b, shape_of(y).size(), D{}, std::make_index_sequence<D::size()>{},
+                      x...);
+    } else if constexpr (sizeof...(X) == 1 && (is_dual_v<X> && ...) && shifts_v) {
+      t = shifted(op, x.tangent..., shape_of(x.value)...);
+    } else {
+      t = by_direction(op, y, b, x...);
+    }
+    if (!std::equal(t.shape().begin(), t.shape().end(), ys.begin(), ys.end())) {
+      if (t.dimension() >= 1 && t.shape()[0] == b && t.size() == work_size(ys)) {
+        t.reshape(ys);  // the same elements (a full sum with keepdim)
+      } else {
+        t = aligned_broadcast(std::move(t), b, ys);
+      }
+    }
+    return t;
+  }
+
+ private:
+  static constexpr bool shifts_v = std::is_same_v<Op, sum_op> || std::is_same_v<Op, expand_op> ||
+                                   std::is_same_v<Op, sum_to_op> || std::is_same_v<Op, slice_op> ||
+                                   std::is_same_v<Op, embed_op>;
+
+  static std::size_t work_size(const std::vector<std::size_t>& s) {
+    std::size_t n = 1;
+    for (std::size_t e : s) n *= e;
+    return n;
+  }
+  // t ([b, s...], or a tangent of one direction) broadcast to ys = [b, y's shape]
+  static work_array<T> aligned_broadcast(work_array<T> t, std::size_t b,
+                                         const std::vector<std::size_t>& ys) {
+    if (t.dimension() >= 1 && t.shape()[0] == b && t.dimension() < ys.size()) {
+      std::vector<std::size_t> s{b};
+      s.insert(s.end(), ys.size() - t.dimension(), 1);
+      s.insert(s.end(), t.shape().begin() + 1, t.shape().end());
+      t.reshape(s);
+    }
+    return algebra<work_array<T>>::broadcast(t, shape_t(ys.begin(), ys.end()));
+  }
+
+  // a blocked tangent of lower rank than the result, with unit dimensions after the block one
+  template <class A>
+  static const work_array<T>& aligned(const A& a, std::size_t rank, work_array<T>& held) {
+    const std::size_t r = a.value.dimension();
+    if (a.tangent.dimension() != r + 1 || r >= rank) return a.tangent;
+    std::vector<std::size_t> s{a.tangent.shape()[0]};
+    s.insert(s.end(), rank - r, 1);
+    s.insert(s.end(), a.value.shape().begin(), a.value.shape().end());
+    held = a.tangent;
+    held.reshape(s);
+    return held;
+  }
+  template <class Y, std::size_t... d, std::size_t... k>
+  static work_array<T> elementwise(const Op& op, const Y& y, std::size_t b, std::size_t rank,
+                                   std::index_sequence<d...>, std::index_sequence<k...>,
+                                   const X&... x) {
+    const auto all = std::forward_as_tuple(x...);
+    const shape_t ys = shape_of(y);
+    if ((same_shape(std::get<d>(all).value, ys) && ...)) {
+      // every dual input has the result's shape: each local derivative once, on that shape, then
+      // one pass over the block
+      work_array<T> out = work_array<T>::from_shape(with_block(b, ys));
+      (accumulate<d>(op, y, out, b, k == 0, x...), ...);  // the first writes, the others add
+      return out;
+    }
+    work_array<T> held[sizeof...(d) + 1];
+    return as_work<T>(call(elementwise_tangent<Op, sizeof...(X), std::index_sequence<d...>>{op},
+                           primal(x)..., y, aligned(std::get<d>(all), rank, held[k])...));
+  }
+
+  static bool same_shape(const work_array<T>& v, const shape_t& s) {
+    return std::equal(v.shape().begin(), v.shape().end(), s.begin(), s.end());
+  }
+  // out = (first) or += d op / d x_j (on the result's shape) times x_j's tangents, direction by
+  // direction
+  template <std::size_t j, class Y>
+  static void accumulate(const Op& op, const Y& y, work_array<T>& out, std::size_t b, bool first,
+                         const X&... x) {
+    const auto& t = std::get<j>(std::forward_as_tuple(x...)).tangent;
+    const work_array<T> local = as_work<T>(call(
+        elementwise_tangent<Op, sizeof...(X), std::index_sequence<j>>{op}, primal(x)..., y, T(1)));
+    const std::size_t m = local.size();
+    const bool blocked = t.size() == b * m && t.dimension() == local.dimension() + 1;
+    const T* l = local.data();
+    T* o = out.data();
+    for (std::size_t k = 0; k < b; ++k) {
+      const T* tk = t.data() + (blocked ? k * m : 0);
+      T* ok = o + k * m;
+      if (first) {
+        for (std::size_t e = 0; e < m; ++e) ok[e] = l[e] * tk[e];
+      } else {
+        for (std::size_t e = 0; e < m; ++e) ok[e] += l[e] * tk[e];
+      }
+    }
+  }
+
+  // Linear ops of one input, applied to the block with their dimensions one further.
+  static work_array<T> shifted(const Op& op, const work_array<T>& t, const shape_t& xs) {
+    const std::size_t b = t.shape()[0];
+    using A = algebra<work_array<T>>;
+    if constexpr (std::is_same_v<Op, sum_op>) {
+      if (op.r.all) {
+        work_array<T> flat = t;
+        flat.reshape({b, t.size() / std::max<std::size_t>(b, 1)});
+        return work_array<T>(A::sum(flat, reduce_dims{false, 1, false}));
+      }
+      const std::size_t d = wrap_dim(op.r.dim, xs.size(), "sum", xs);
+      return work_array<T>(
+          A::sum(t, reduce_dims{false, static_cast<std::int64_t>(d + 1), op.r.keepdim}));
+    } else if constexpr (std::is_same_v<Op, expand_op>) {
+      std::vector<std::size_t> s{b};
+      s.insert(s.end(), op.shape.size() - xs.size(), 1);
+      s.insert(s.end(), xs.begin(), xs.end());
+      work_array<T> u = t;
+      u.reshape(s);
+      const std::vector<std::size_t> to = with_block(b, op.shape);
+      return work_array<T>(A::broadcast(u, shape_t(to.begin(), to.end())));
+    } else if constexpr (std::is_same_v<Op, sum_to_op>) {
+      work_array<T> u = t;
+      const std::size_t lead = xs.size() - std::min(xs.size(), op.shape.size());
+      if (lead > 0) {  // the leading dimensions sum_to drops
+        std::size_t m = 1;
+        for (std::size_t i = 0; i < lead; ++i) m *= xs[i];
+        std::vector<std::size_t> s{b, m};
+        s.insert(s.end(), xs.begin() + static_cast<std::ptrdiff_t>(lead), xs.end());
+        u.reshape(s);
+        u = work_array<T>(A::sum(u, reduce_dims{false, 1, false}));
+      }
+      return work_array<T>(reduce_to_shape(u, with_block(b, op.shape)));
+    } else if constexpr (std::is_same_v<Op, slice_op>) {
+      const slice_range r = resolve_slice(op.s, xs);
+      std::vector<std::size_t> to = with_block(b, xs);
+      to[r.dim + 1] = static_cast<std::size_t>(r.length);
+      work_array<T> out = work_array<T>::from_shape(to);
+      strided_rows(t.data(), out.data(), true, with_block(b, xs), r, false);
+      return out;
+    } else {
+      static_assert(std::is_same_v<Op, embed_op>);
+      work_array<T> out = work_array<T>::from_shape(with_block(b, op.shape));
+      out.fill(T(0));
+      strided_rows(t.data(), out.data(), false, with_block(b, op.shape), op.r, op.drop);
+      return out;
+    }
+  }
+  // Copies between a block array of shape fs (the block dimension first) at slice r of its
+  // dimension r.dim + 1 (without that dimension when drop) and a contiguous array of that slice's
+  // elements: from the block array into it (gather) or back.
+  static void strided_rows(const T* from, T* to, bool gather, const std::vector<std::size_t>& fs,
+                           const slice_range& r, bool drop) {
+    const std::size_t d = r.dim + 1;
+    std::size_t outer = 1, inner = 1;
+    for (std::size_t i = 0; i < d; ++i) outer *= fs[i];
+    for (std::size_t i = d + 1; i < fs.size(); ++i) inner *= fs[i];
+    const std::size_t extent = fs[d];
+    const std::size_t len = drop ? 1 : static_cast<std::size_t>(r.length);
+    const auto step = static_cast<std::size_t>(drop ? 1 : r.step);
+    const auto start = static_cast<std::size_t>(r.start);
+    // with step 1 the slice of each outer index is one run of len * inner elements
+    const std::size_t run = step == 1 ? len * inner : inner;
+    const std::size_t runs = step == 1 ? 1 : len;
+    for (std::size_t o = 0; o < outer; ++o)
+      for (std::size_t l = 0; l < runs; ++l) {
+        const std::size_t part = (o * len + l) * inner;
+        const std::size_t full = (o * extent + start + l * step) * inner;
+        const T* src = from + (gather ? full : part);
+        T* dst = to + (gather ? part : full);
+        for (std::size_t e = 0; e < run; ++e) dst[e] = src[e];
+      }
+  }
+
+  // Any other op: its tangent along each direction in turn.
+  template <class Y>
+  static work_array<T> by_direction(const Op& op, const Y& y, std::size_t b, const X&... x) {
+    const shape_t ys = shape_of(y);
+    const std::vector<std::size_t> os = with_block(b, ys);
+    work_array<T> out = work_array<T>::from_shape(os);
+    const std::size_t m = out.size() / std::max<std::size_t>(b, 1);
+    for (std::size_t k = 0; k < b; ++k) {
+      work_array<T> tk = tangent_rule<T, Op, X...>::of(op, y, direction(x, k)...);
+      if (!std::equal(tk.shape().begin(), tk.shape().end(), ys.begin(), ys.end()))
+        tk = work_array<T>(xt::broadcast(tk, std::vector<std::size_t>(ys.begin(), ys.end())));
+      std::copy(tk.data(), tk.data() + m, out.data() + k * m);
+    }
+    return out;
+  }
+  // x along direction k: a dual array with one direction of its block, anything else as it is
+  template <class A>
+  static decltype(auto) direction(const A& a, std::size_t k) {
+    if constexpr (is_dual_v<A>) {
+      if (a.tangent.dimension() != a.value.dimension() + 1) return A(a);
+      work_array<T> t = work_array<T>::from_shape(a.value.shape());
+      std::copy(a.tangent.data() + k * t.size(), a.tangent.data() + (k + 1) * t.size(), t.data());
+      return A{a.value, std::move(t)};
+    } else {
+      return (a);
+    }
+  }
+};
+
+}  // namespace mg::detail
