@@ -79,6 +79,44 @@ TEST(ArrayTransforms, JvpAgainstDifferences) {
   expect_all_near(std::get<1>(pv), arr(xt::exp(x)), 1e-14, "exp(x)");
 }
 
+// Blocks of directions (Note [Blocks of directions]): 150 elements are two passes (128 and 22
+// directions); slices, sums and elementwise ops take each block at once, and the Hessian is the
+// tridiagonal closed form.
+TEST(ArrayTransforms, HessianByBlocksOfDirections) {
+  static constexpr std::size_t n = 150;
+  const auto rosenbrock = [](const auto& x) {
+    const auto head = mg::slice(x, 0, 0, n - 1), tail = mg::slice(x, 0, 1, n);
+    return mg::sum(100.0 * mg::square(tail - mg::square(head)) + mg::square(1.0 - head));
+  };
+  const arr x = 0.8 + 0.3 * randn({n}, 40);
+  const arr H = mg::hessian(rosenbrock)(x);
+  ASSERT_EQ(H.shape(), (std::vector<std::size_t>{n, n}));
+  arr want = xt::zeros<double>({n, n});
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    want(i, i) += 1200 * x(i) * x(i) - 400 * x(i + 1) + 2;
+    want(i + 1, i + 1) += 200;
+    want(i, i + 1) += -400 * x(i);
+    want(i + 1, i) += -400 * x(i);
+  }
+  for (std::size_t i = 0; i < n * n; ++i) EXPECT_TRUE(near_rel(H.flat(i), want.flat(i), 1e-12));
+  // a 2-D argument broadcast against a row and reduced along a dim: a 0-d tangent, tangents of
+  // lower rank than the result, sum along a dim and expand, all on blocks
+  const arr r = randn({3}, 41), A = randn({4, 3}, 42);
+  const auto g = [&r](const auto& a) {
+    return mg::sum(mg::exp(mg::sum(a * r, 1, false) * 0.3)) * mg::sum(mg::tanh(a));
+  };
+  const arr G = mg::hessian(g)(A);
+  ASSERT_EQ(G.shape(), (std::vector<std::size_t>{4, 3, 4, 3}));
+  const double h = 1e-5;
+  for (std::size_t k = 0; k < 12; ++k) {
+    arr e = xt::zeros<double>({4, 3});
+    e.flat(k) = h;
+    const arr col = (gradient(g, arr(A + e)) - gradient(g, arr(A - e))) / (2 * h);
+    for (std::size_t i = 0; i < 12; ++i)
+      EXPECT_TRUE(near_rel(G.flat(i * 12 + k), col.flat(i), 1e-6));
+  }
+}
+
 TEST(ArrayTransforms, HessianVectorProducts) {
   const arr W = randn({5, 4}, 8), x = randn({4}, 9), v = randn({4}, 10);
   const auto f = [&W](auto x) { return mg::sum(mg::tanh(mg::matmul(W, x))) + mg::prod(x); };

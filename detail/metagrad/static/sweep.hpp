@@ -92,6 +92,17 @@ MG_HD MG_INLINE constexpr auto reduce_term(C&& c, const X& x) {
   }
 }
 
+// Are I... pairwise different? Then each argument's adjoint is asked for once and may be taken
+// (Note [Handing over]).
+template <std::size_t... I>
+constexpr bool distinct_indices() {
+  const std::size_t i[] = {I..., 0};
+  for (std::size_t a = 0; a < sizeof...(I); ++a)
+    for (std::size_t b = a + 1; b < sizeof...(I); ++b)
+      if (i[a] == i[b]) return false;
+  return true;
+}
+
 template <class T>
 inline constexpr bool is_arg_v = false;
 template <std::size_t I>

@@ -148,11 +148,11 @@ struct block_rule {
         elementwise_tangent<Op, sizeof...(X), std::index_sequence<j>>{op}, primal(x)..., y, T(1)));
     const std::size_t m = local.size();
     const bool blocked = t.size() == b * m && t.dimension() == local.dimension() + 1;
-    const T* l = local.data();
-    T* o = out.data();
+    // distinct arrays: __restrict lets -O2 vectorise without checking for overlap
+    const T* __restrict l = local.data();
     for (std::size_t k = 0; k < b; ++k) {
-      const T* tk = t.data() + (blocked ? k * m : 0);
-      T* ok = o + k * m;
+      const T* __restrict tk = t.data() + (blocked ? k * m : 0);
+      T* __restrict ok = out.data() + k * m;
       if (first) {
         for (std::size_t e = 0; e < m; ++e) ok[e] = l[e] * tk[e];
       } else {
@@ -166,10 +166,15 @@ struct block_rule {
     const std::size_t b = t.shape()[0];
     using A = algebra<work_array<T>>;
     if constexpr (std::is_same_v<Op, sum_op>) {
-      if (op.r.all) {
-        work_array<T> flat = t;
-        flat.reshape({b, t.size() / std::max<std::size_t>(b, 1)});
-        return work_array<T>(A::sum(flat, reduce_dims{false, 1, false}));
+      if (op.r.all) {  // each direction's sum
+        work_array<T> out = work_array<T>::from_shape({b});
+        const std::size_t m = t.size() / std::max<std::size_t>(b, 1);
+        for (std::size_t k = 0; k < b; ++k) {
+          T acc(0);
+          for (std::size_t e = 0; e < m; ++e) acc += t.data()[k * m + e];
+          out.data()[k] = acc;
+        }
+        return out;
       }
       const std::size_t d = wrap_dim(op.r.dim, xs.size(), "sum", xs);
       return work_array<T>(
@@ -203,10 +208,32 @@ struct block_rule {
       return out;
     } else {
       static_assert(std::is_same_v<Op, embed_op>);
-      work_array<T> out = work_array<T>::from_shape(with_block(b, op.shape));
-      out.fill(T(0));
-      strided_rows(t.data(), out.data(), false, with_block(b, op.shape), op.r, op.drop);
+      const std::vector<std::size_t> fs = with_block(b, op.shape);
+      work_array<T> out = work_array<T>::from_shape(fs);
+      zero_outside(out.data(), fs, op.r, op.drop);
+      strided_rows(t.data(), out.data(), false, fs, op.r, op.drop);
       return out;
+    }
+  }
+  // Zeros the elements of a block array of shape fs outside slice r of its dimension r.dim + 1
+  // (all of them for a strided slice or a select).
+  static void zero_outside(T* full, const std::vector<std::size_t>& fs, const slice_range& r,
+                           bool drop) {
+    const std::size_t d = r.dim + 1;
+    std::size_t outer = 1, inner = 1;
+    for (std::size_t i = 0; i < d; ++i) outer *= fs[i];
+    for (std::size_t i = d + 1; i < fs.size(); ++i) inner *= fs[i];
+    const std::size_t extent = fs[d];
+    if (drop || r.step != 1) {
+      std::fill(full, full + outer * extent * inner, T(0));
+      return;
+    }
+    const auto start = static_cast<std::size_t>(r.start);
+    const auto end = start + static_cast<std::size_t>(r.length);
+    for (std::size_t o = 0; o < outer; ++o) {
+      T* row = full + o * extent * inner;
+      std::fill(row, row + start * inner, T(0));
+      std::fill(row + end * inner, row + extent * inner, T(0));
     }
   }
   // Copies between a block array of shape fs (the block dimension first) at slice r of its

@@ -144,9 +144,14 @@ struct evaluator<dual_family> {
     seed.value.fill(T(1));
     s.backward(seed);
     const auto all = std::forward_as_tuple(args...);
-    return std::pair{
-        std::move(value),
-        std::tuple{as_dual<T>(s.template gradient<I>(seed, zero_of<T>(std::get<I>(all))))...}};
+    if constexpr (distinct_indices<I...>()) {  // each adjoint is read once: Note [Handing over]
+      return std::pair{std::move(value), std::tuple{as_dual<T>(s.template take_gradient<I>(
+                                             seed, zero_of<T>(std::get<I>(all))))...}};
+    } else {
+      return std::pair{
+          std::move(value),
+          std::tuple{as_dual<T>(s.template gradient<I>(seed, zero_of<T>(std::get<I>(all))))...}};
+    }
   }
 
   template <class T, class A>

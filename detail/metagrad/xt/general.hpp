@@ -241,7 +241,7 @@ struct array_general {
     }
     s.backward(seed);
     [&]<std::size_t... j>(std::index_sequence<j...>) {
-      if constexpr (distinct<I...>()) {  // each adjoint is read once: Note [Handing over]
+      if constexpr (distinct_indices<I...>()) {  // each adjoint is read once: Note [Handing over]
         (to_argument<T>(std::get<j>(out), s.template take_gradient<I>(seed, unused{}),
                         std::get<I>(args)),
          ...);
@@ -253,15 +253,6 @@ struct array_general {
     }
     (std::index_sequence_for<decltype(I)...>{});
   }
-  template <std::size_t... I>
-  static constexpr bool distinct() {
-    const std::size_t i[] = {I..., 0};
-    for (std::size_t a = 0; a < sizeof...(I); ++a)
-      for (std::size_t b = a + 1; b < sizeof...(I); ++b)
-        if (i[a] == i[b]) return false;
-    return true;
-  }
-
   struct unused {};
 
   // out = a gradient in its argument's type (zeros when f does not use the argument): a

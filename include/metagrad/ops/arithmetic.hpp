@@ -8,6 +8,7 @@
 
 #include <concepts>
 #include <type_traits>
+#include <utility>
 
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/config.hpp>
@@ -24,8 +25,10 @@ struct add_op {
   static constexpr auto saves = saved::nothing;
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a + b; }
   // d/da (a+b) = 1, d/db (a+b) = 1
-  MG_HD static constexpr auto backward(const auto&, const auto&, const auto&, const auto& g) {
-    return grads{g, g};
+  // g goes to both inputs: copied once, and handed over to the second when it is a temporary
+  template <class G>
+  MG_HD static constexpr auto backward(const auto&, const auto&, const auto&, G&& g) {
+    return grads{g, static_cast<G&&>(g)};
   }
 };
 template <class L, class R>
@@ -49,8 +52,10 @@ struct sub_op {
   static constexpr auto saves = saved::nothing;
   MG_HD static constexpr auto forward(const auto& a, const auto& b) { return a - b; }
   // d/da (a-b) = 1, d/db (a-b) = -1
-  MG_HD static constexpr auto backward(const auto&, const auto&, const auto&, const auto& g) {
-    return grads{g, -g};
+  template <class G>
+  MG_HD static constexpr auto backward(const auto&, const auto&, const auto&, G&& g) {
+    auto minus = -g;
+    return grads{static_cast<G&&>(g), std::move(minus)};
   }
 };
 template <class L, class R>
