@@ -284,6 +284,10 @@ TEST(ArrayTransforms, CapturedData) {
   EXPECT_TRUE(near_rel(double(std::get<1>(hrow_mu)()), 2 * r / (s2 * sigma), 1e-12));
   EXPECT_TRUE(near_rel(double(std::get<1>(hrow_sigma)()), 3 * q / (s2 * s2) - n / s2, 1e-12));
   EXPECT_TRUE(near_rel(mg::hessian<0>(nll)(mu, sigma)(), n / s2, 1e-12));
+  // grad of a gradient on captured data (forward mode over the gradient): the row of mu
+  const auto [dmu_mu, dmu_sigma] = mg::grad(mg::grad<0>(nll))(mu, sigma);
+  EXPECT_TRUE(near_rel(double(dmu_mu), n / s2, 1e-12));
+  EXPECT_TRUE(near_rel(double(dmu_sigma), 2 * r / (s2 * sigma), 1e-12));
   const auto [v, t] = mg::jvp(nll, std::tuple{mu, sigma}, std::tuple{1.0, 0.0});
   EXPECT_TRUE(near_rel(t(), -r / s2, 1e-12));
   EXPECT_TRUE(near_rel(v(), q / (2 * s2) + n * std::log(sigma), 1e-12));

@@ -4,11 +4,11 @@
 //
 // - jvp: f called once on dual arrays (the primals with their tangents): {f(x), J v}.
 // - vjp: one forward and one reverse sweep of the general evaluator, seeded with u.
-// - jacobian: forward mode, one call of f on dual arrays per element of the arguments, each
-//   giving one column of J, or, for a function with fewer output elements than input elements,
-//   reverse mode, one sweep per output element giving one row; a block has the shape
-//   f(x).shape ++ x.shape.
-// - hessian = jacobian(grad(f)): grad's reverse sweep run on dual arrays, one pass per element.
+// - jacobian: forward mode, one call of f on dual arrays per block of up to 128 elements of an
+//   argument, each giving as many columns of J (Note [Blocks of directions]), or, for a function
+//   with fewer output elements than input elements, reverse mode, one sweep per output element
+//   giving one row; a block of J has the shape f(x).shape ++ x.shape.
+// - hessian = jacobian(grad(f)): grad's reverse sweep run on dual arrays, one pass per block.
 // - grad of a transform (a gradient): like jacobian, for a function with one value; the
 //   gradients come back in the arguments' types.
 // Values and tangents come back as xt::xarray (0-d for one number).
@@ -280,20 +280,27 @@ struct tangent_transforms {
   template <std::size_t i, class F, class D, class O>
   static void columns_into(const F& f, D& d, O& out) {
     using T = typename std::tuple_element_t<i, D>::value_type;
-    auto& t = std::get<i>(d).tangent;
-    const std::size_t n = t.size();
-    for (std::size_t k = 0; k < n; ++k) {
-      t.fill(T(0));
-      t.data()[k] = T(1);
+    auto& x = std::get<i>(d);
+    const std::size_t n = x.value.size();
+    const std::size_t most = block_directions(n);
+    for (std::size_t k0 = 0; k0 < n; k0 += most) {  // Note [Blocks of directions]
+      const std::size_t b = std::min(most, n - k0);
+      x.tangent = work_array<T>::from_shape(with_block(b, x.value.shape()));
+      x.tangent.fill(T(0));
+      for (std::size_t k = 0; k < b; ++k) x.tangent.data()[k * n + k0 + k] = T(1);
       const dual_array<T> r = as_dual<T>(std::apply(f, d));
-      const T v = *r.tangent.begin();
-      if constexpr (std::is_arithmetic_v<O>) {
-        out = static_cast<O>(v);
-      } else {
-        out.data()[k] = v;
+      const bool blocked = r.tangent.dimension() == r.value.dimension() + 1;
+      for (std::size_t k = 0; k < b; ++k) {
+        const T v = r.tangent.data()[blocked ? k : 0];
+        if constexpr (std::is_arithmetic_v<O>) {
+          out = static_cast<O>(v);
+        } else {
+          out.data()[k0 + k] = v;
+        }
       }
     }
-    t.fill(T(0));
+    x.tangent = work_array<T>::from_shape(x.value.shape());
+    x.tangent.fill(T(0));
   }
 };
 
