@@ -49,9 +49,11 @@ std::size_t block_of(const X& x) {
   }
 }
 
+// [b, shape...], with `pad` unit dimensions after b (a block aligned with a result of higher rank)
 template <class S>
-std::vector<std::size_t> with_block(std::size_t b, const S& shape) {
+std::vector<std::size_t> with_block(std::size_t b, const S& shape, std::size_t pad = 0) {
   std::vector<std::size_t> s{b};
+  s.insert(s.end(), pad, 1);
   s.insert(s.end(), shape.begin(), shape.end());
   return s;
 }
@@ -97,10 +99,8 @@ struct block_rule {
   static work_array<T> aligned_broadcast(work_array<T> t, std::size_t b,
                                          const std::vector<std::size_t>& ys) {
     if (t.dimension() >= 1 && t.shape()[0] == b && t.dimension() < ys.size()) {
-      std::vector<std::size_t> s{b};
-      s.insert(s.end(), ys.size() - t.dimension(), 1);
-      s.insert(s.end(), t.shape().begin() + 1, t.shape().end());
-      t.reshape(s);
+      const std::vector<std::size_t> rest(t.shape().begin() + 1, t.shape().end());
+      t.reshape(with_block(b, rest, ys.size() - t.dimension()));
     }
     return algebra<work_array<T>>::broadcast(t, shape_t(ys.begin(), ys.end()));
   }
@@ -110,11 +110,8 @@ struct block_rule {
   static const work_array<T>& aligned(const A& a, std::size_t rank, work_array<T>& held) {
     const std::size_t r = a.value.dimension();
     if (a.tangent.dimension() != r + 1 || r >= rank) return a.tangent;
-    std::vector<std::size_t> s{a.tangent.shape()[0]};
-    s.insert(s.end(), rank - r, 1);
-    s.insert(s.end(), a.value.shape().begin(), a.value.shape().end());
     held = a.tangent;
-    held.reshape(s);
+    held.reshape(with_block(a.tangent.shape()[0], a.value.shape(), rank - r));
     return held;
   }
   template <class Y, std::size_t... d, std::size_t... k>
@@ -180,11 +177,8 @@ struct block_rule {
       return work_array<T>(
           A::sum(t, reduce_dims{false, static_cast<std::int64_t>(d + 1), op.r.keepdim}));
     } else if constexpr (std::is_same_v<Op, expand_op>) {
-      std::vector<std::size_t> s{b};
-      s.insert(s.end(), op.shape.size() - xs.size(), 1);
-      s.insert(s.end(), xs.begin(), xs.end());
       work_array<T> u = t;
-      u.reshape(s);
+      u.reshape(with_block(b, xs, op.shape.size() - xs.size()));
       const std::vector<std::size_t> to = with_block(b, op.shape);
       return work_array<T>(A::broadcast(u, shape_t(to.begin(), to.end())));
     } else if constexpr (std::is_same_v<Op, sum_to_op>) {
@@ -204,89 +198,100 @@ struct block_rule {
       std::vector<std::size_t> to = with_block(b, xs);
       to[r.dim + 1] = static_cast<std::size_t>(r.length);
       work_array<T> out = work_array<T>::from_shape(to);
-      strided_rows(t.data(), out.data(), true, with_block(b, xs), r, false);
+      strided_rows(t.data(), out.data(), true, slice_rows(with_block(b, xs), r, false));
       return out;
     } else {
       static_assert(std::is_same_v<Op, embed_op>);
       const std::vector<std::size_t> fs = with_block(b, op.shape);
       work_array<T> out = work_array<T>::from_shape(fs);
-      zero_outside(out.data(), fs, op.r, op.drop);
-      strided_rows(t.data(), out.data(), false, fs, op.r, op.drop);
+      const slice_rows g(fs, op.r, op.drop);
+      zero_outside(out.data(), g);
+      strided_rows(t.data(), out.data(), false, g);
       return out;
     }
   }
-  // Zeros the elements of a block array of shape fs outside slice r of its dimension r.dim + 1
-  // (all of them for a strided slice or a select).
-  static void zero_outside(T* full, const std::vector<std::size_t>& fs, const slice_range& r,
-                           bool drop) {
-    const std::size_t d = r.dim + 1;
-    std::size_t outer = 1, inner = 1;
-    for (std::size_t i = 0; i < d; ++i) outer *= fs[i];
-    for (std::size_t i = d + 1; i < fs.size(); ++i) inner *= fs[i];
-    const std::size_t extent = fs[d];
-    if (drop || r.step != 1) {
-      std::fill(full, full + outer * extent * inner, T(0));
+  // Slice r of dimension r.dim + 1 of a block array of shape fs (the block dimension first),
+  // without that dimension when drop: outer x extent x inner elements, of which the slice takes
+  // len runs of inner elements, step apart, from start.
+  struct slice_rows {
+    std::size_t outer = 1, extent, inner = 1, start, len, step;
+    slice_rows(const std::vector<std::size_t>& fs, const slice_range& r, bool drop)
+        : extent(fs[r.dim + 1]),
+          start(static_cast<std::size_t>(r.start)),
+          len(drop ? 1 : static_cast<std::size_t>(r.length)),
+          step(drop ? 1 : static_cast<std::size_t>(r.step)) {
+      for (std::size_t i = 0; i <= r.dim; ++i) outer *= fs[i];
+      for (std::size_t i = r.dim + 2; i < fs.size(); ++i) inner *= fs[i];
+    }
+  };
+  // Zeros the elements of the block array outside the slice (all of them for a strided slice).
+  static void zero_outside(T* full, const slice_rows& g) {
+    if (g.step != 1) {
+      std::fill(full, full + g.outer * g.extent * g.inner, T(0));
       return;
     }
-    const auto start = static_cast<std::size_t>(r.start);
-    const auto end = start + static_cast<std::size_t>(r.length);
-    for (std::size_t o = 0; o < outer; ++o) {
-      T* row = full + o * extent * inner;
-      std::fill(row, row + start * inner, T(0));
-      std::fill(row + end * inner, row + extent * inner, T(0));
+    for (std::size_t o = 0; o < g.outer; ++o) {
+      T* row = full + o * g.extent * g.inner;
+      std::fill(row, row + g.start * g.inner, T(0));
+      std::fill(row + (g.start + g.len) * g.inner, row + g.extent * g.inner, T(0));
     }
   }
-  // Copies between a block array of shape fs (the block dimension first) at slice r of its
-  // dimension r.dim + 1 (without that dimension when drop) and a contiguous array of that slice's
-  // elements: from the block array into it (gather) or back.
-  static void strided_rows(const T* from, T* to, bool gather, const std::vector<std::size_t>& fs,
-                           const slice_range& r, bool drop) {
-    const std::size_t d = r.dim + 1;
-    std::size_t outer = 1, inner = 1;
-    for (std::size_t i = 0; i < d; ++i) outer *= fs[i];
-    for (std::size_t i = d + 1; i < fs.size(); ++i) inner *= fs[i];
-    const std::size_t extent = fs[d];
-    const std::size_t len = drop ? 1 : static_cast<std::size_t>(r.length);
-    const auto step = static_cast<std::size_t>(drop ? 1 : r.step);
-    const auto start = static_cast<std::size_t>(r.start);
+  // Copies between the block array at the slice and a contiguous array of the slice's elements:
+  // from the block array into it (gather) or back.
+  static void strided_rows(const T* from, T* to, bool gather, const slice_rows& g) {
     // with step 1 the slice of each outer index is one run of len * inner elements
-    const std::size_t run = step == 1 ? len * inner : inner;
-    const std::size_t runs = step == 1 ? 1 : len;
-    for (std::size_t o = 0; o < outer; ++o)
+    const std::size_t run = g.step == 1 ? g.len * g.inner : g.inner;
+    const std::size_t runs = g.step == 1 ? 1 : g.len;
+    for (std::size_t o = 0; o < g.outer; ++o)
       for (std::size_t l = 0; l < runs; ++l) {
-        const std::size_t part = (o * len + l) * inner;
-        const std::size_t full = (o * extent + start + l * step) * inner;
+        const std::size_t part = (o * g.len + l) * g.inner;
+        const std::size_t full = (o * g.extent + g.start + l * g.step) * g.inner;
         const T* src = from + (gather ? full : part);
         T* dst = to + (gather ? part : full);
         for (std::size_t e = 0; e < run; ++e) dst[e] = src[e];
       }
   }
 
-  // Any other op: its tangent along each direction in turn.
+  // Any other op: its tangent along each direction in turn. Each blocked input's one-direction
+  // dual is made once (its value copied once) and its tangent refilled per direction.
   template <class Y>
   static work_array<T> by_direction(const Op& op, const Y& y, std::size_t b, const X&... x) {
     const shape_t ys = shape_of(y);
-    const std::vector<std::size_t> os = with_block(b, ys);
-    work_array<T> out = work_array<T>::from_shape(os);
+    work_array<T> out = work_array<T>::from_shape(with_block(b, ys));
     const std::size_t m = out.size() / std::max<std::size_t>(b, 1);
+    std::tuple<one_direction_t<X>...> xk{one_direction(x)...};
     for (std::size_t k = 0; k < b; ++k) {
-      work_array<T> tk = tangent_rule<T, Op, X...>::of(op, y, direction(x, k)...);
+      work_array<T> tk = std::apply(
+          [&](auto&... a) {
+            (load_direction(a, x, k), ...);
+            return tangent_rule<T, Op, X...>::of(op, y, a...);
+          },
+          xk);
       if (!std::equal(tk.shape().begin(), tk.shape().end(), ys.begin(), ys.end()))
         tk = work_array<T>(xt::broadcast(tk, std::vector<std::size_t>(ys.begin(), ys.end())));
       std::copy(tk.data(), tk.data() + m, out.data() + k * m);
     }
     return out;
   }
-  // x along direction k: a dual array with one direction of its block, anything else as it is
+  // an input along one direction: a dual array of its own for a blocked dual, else x itself
   template <class A>
-  static decltype(auto) direction(const A& a, std::size_t k) {
+  using one_direction_t = std::conditional_t<is_dual_v<A>, A, const A&>;
+  template <class A>
+  static one_direction_t<A> one_direction(const A& a) {
     if constexpr (is_dual_v<A>) {
-      if (a.tangent.dimension() != a.value.dimension() + 1) return A(a);
-      work_array<T> t = work_array<T>::from_shape(a.value.shape());
-      std::copy(a.tangent.data() + k * t.size(), a.tangent.data() + (k + 1) * t.size(), t.data());
-      return A{a.value, std::move(t)};
+      if (block_of(a) == 0) return a;
+      return A{a.value, work_array<T>::from_shape(a.value.shape())};
     } else {
-      return (a);
+      return a;
+    }
+  }
+  // direction k of x's block into its one-direction dual (nothing for other inputs)
+  template <class H, class A>
+  static void load_direction(H& h, const A& a, std::size_t k) {
+    if constexpr (is_dual_v<A>) {
+      if (block_of(a) == 0) return;
+      const std::size_t n = h.tangent.size();
+      std::copy(a.tangent.data() + k * n, a.tangent.data() + (k + 1) * n, h.tangent.data());
     }
   }
 };

@@ -217,14 +217,19 @@ struct tangent_transforms {
     const std::size_t most = block_directions(n);
     for (std::size_t k0 = 0; k0 < n; k0 += most) {
       const std::size_t b = std::min(most, n - k0);
-      x.tangent = work_array<T>::from_shape(with_block(b, x.value.shape()));
-      x.tangent.fill(T(0));
-      for (std::size_t k = 0; k < b; ++k) x.tangent.data()[k * n + k0 + k] = T(1);
+      seed_block(x, k0, b);
       const auto r = std::apply(f, d);
       (scatter(output<c, T>(r), blocks[c][j], k0, b, n), ...);
     }
-    x.tangent = work_array<T>::from_shape(x.value.shape());
+    x = as_dual<T>(std::move(x.value));  // a zero tangent again
+  }
+  // x's tangents: the directions e_k0 .. e_(k0+b-1) (Note [Blocks of directions])
+  template <class T>
+  static void seed_block(dual_array<T>& x, std::size_t k0, std::size_t b) {
+    const std::size_t n = x.value.size();
+    x.tangent = work_array<T>::from_shape(with_block(b, x.value.shape()));
     x.tangent.fill(T(0));
+    for (std::size_t k = 0; k < b; ++k) x.tangent.data()[k * n + k0 + k] = T(1);
   }
   // row e of every block: the gradients of sum(e_i * f), one reverse sweep
   template <class T, std::size_t... I, class F, class D, class Row, std::size_t... j>
@@ -285,9 +290,7 @@ struct tangent_transforms {
     const std::size_t most = block_directions(n);
     for (std::size_t k0 = 0; k0 < n; k0 += most) {  // Note [Blocks of directions]
       const std::size_t b = std::min(most, n - k0);
-      x.tangent = work_array<T>::from_shape(with_block(b, x.value.shape()));
-      x.tangent.fill(T(0));
-      for (std::size_t k = 0; k < b; ++k) x.tangent.data()[k * n + k0 + k] = T(1);
+      seed_block(x, k0, b);
       const dual_array<T> r = as_dual<T>(std::apply(f, d));
       const bool blocked = r.tangent.dimension() == r.value.dimension() + 1;
       for (std::size_t k = 0; k < b; ++k) {
@@ -299,8 +302,7 @@ struct tangent_transforms {
         }
       }
     }
-    x.tangent = work_array<T>::from_shape(x.value.shape());
-    x.tangent.fill(T(0));
+    x = as_dual<T>(std::move(x.value));  // a zero tangent again
   }
 };
 
