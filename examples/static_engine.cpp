@@ -51,8 +51,8 @@ int main() {
 
   // example-begin recurrence-grad
   // Where the oscillator is after 16 steps, and how that depends on stiffness and damping.
-  // The start (x0, v0) and the step size h are arguments too: a literal such as 0.05 written
-  // inside the recurrence would be a constant in every step, planned once per occurrence.
+  // The start (x0, v0) and the step size h are arguments too, so the same gradient also gives
+  // the derivatives with respect to them.
   auto final_x = [](auto k, auto c, auto x0, auto v0, auto h) {
     return simulate<16>(x0, v0, k, c, h);
   };

@@ -4,6 +4,8 @@
 // `mg::node<mg::mul_op, mg::arg<0>, mg::arg<1>>`.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
@@ -13,6 +15,7 @@
 #include <metagrad/core/config.hpp>
 #include <metagrad/core/dispatch.hpp>
 #include <metagrad/core/tuple.hpp>
+#include <metagrad/core/type_list.hpp>
 
 namespace mg {
 
@@ -72,8 +75,9 @@ struct arg {
   MG_SYMBOLIC_MISUSE_DIAGNOSTICS(arg)
 };
 
-/// A constant captured by value (a literal such as the 1 in `1 + x * x`).
-template <class T>
+/// A constant captured by value (a literal such as the 1 in `1 + x * x`). Origin names the place
+/// in the traced function's code that made it, where an operator did (Note [Constant origins]).
+template <class T, class Origin = void>
 struct cst {
   using mg_family = detail::expr_family;
   T value;
@@ -107,8 +111,8 @@ template <class T>
 inline constexpr bool stateless_v = false;
 template <std::size_t I>
 inline constexpr bool stateless_v<arg<I>> = true;
-template <class T>
-inline constexpr bool stateless_v<cst<T>> = std::is_empty_v<T>;
+template <class T, class O>
+inline constexpr bool stateless_v<cst<T, O>> = std::is_empty_v<T>;
 // An op carries no state when it is empty, or says so (`static constexpr bool is_stateless`: a
 // region whose inner expression is stateless) and is then rebuilt by Op{}.
 template <class Op>
@@ -133,6 +137,97 @@ MG_HD constexpr stored_t<A> store(const A& a) {
     return a;
   }
 }
+
+// Note [Constant origins]: a number that an operator joins to a traced value (the 1 in `1 / t`, a
+// captured `fx` in `u - fx`) becomes cst<T, Origin>, where Origin is a type made at that call in
+// the traced function's code (the operator's default template argument `decltype([] {})`: each
+// call in the source, once per instantiation of the function around it, is a new type). A copy of
+// such a value keeps its type, so `const auto inv = 1 / t;` used in three places is one type
+// three times, and planning can share it as it shares stateless subtrees (Note [Slot identity] in
+// static/plan.hpp), where before each occurrence was planned and stored apart: a reprojection
+// with a dozen named intermediate values was 920 slots for 79 distinct subexpressions.
+//
+// A type no longer fixes the value, though: a helper called twice with different numbers, or a
+// loop, runs one call in the source twice. So a subtree whose ops are stateless and whose state is
+// only such constants (shareable_v) is shared only where the values are checked to agree. A
+// shareable node whose tree repeats its stateful subexpressions (more than 2 n + 8 occurrences of
+// its n distinct stateful types; the smallest factor that keeps the reprojection's objects small)
+// stores, instead of its children, a table with one value per origin
+// below it (site_table), filled when the node is made; two different values for one origin set
+// its `conflict` flag, and the sweep that plans the node refuses it with an mg::error. Below such
+// a node every distinct subexpression is one slot (a context: make_plan_rows), and the table
+// bounds the object: a named value used n times costs its origins once, not n copies. Every other
+// node keeps its children, and its occurrences are planned apart, exactly as without origins, so
+// `f(x, 1.0) + f(x, 2.0)` stays right.
+template <class X>
+inline constexpr bool sited_v = false;
+template <class T, class O>
+inline constexpr bool sited_v<cst<T, O>> = !std::is_void_v<O> && !std::is_empty_v<T>;
+
+template <class X>
+inline constexpr bool shareable_v = stateless_v<X> || sited_v<X>;
+template <class Op, class... A>
+inline constexpr bool shareable_v<node<Op, A...>> = op_stateless<Op>() && (shareable_v<A> && ...);
+
+// The distinct types of X's tree that hold state (X's own included), and their occurrences
+// (saturating): more occurrences than types is a repeat.
+template <class X>
+struct held {
+  using type = std::conditional_t<stateless_v<X>, type_list<>, type_list<X>>;
+};
+template <class Op, class... A>
+struct held<node<Op, A...>> {
+  using inner = typename merge_all<type_list<>, typename held<A>::type...>::type;
+  using type = std::conditional_t<stateless_v<node<Op, A...>>, type_list<>,
+                                  typename push_unique<inner, node<Op, A...>>::type>;
+};
+template <class X>
+inline constexpr std::size_t held_count_v = stateless_v<X> ? 0 : 1;
+template <class Op, class... A>
+inline constexpr std::size_t held_count_v<node<Op, A...>> =
+    stateless_v<node<Op, A...>>
+        ? 0
+        : std::min<std::size_t>(1 + (held_count_v<A> + ... + 0), std::size_t{1} << 40);
+
+// The origins below X: its distinct constants cst<T, O> with an origin.
+template <class X>
+struct origins_of {
+  using type = std::conditional_t<sited_v<X>, type_list<X>, type_list<>>;
+};
+template <class Op, class... A>
+struct origins_of<node<Op, A...>> {
+  using type = typename merge_all<type_list<>, typename origins_of<A>::type...>::type;
+};
+
+// Does node<Op, A...> store a table of its constants (Note [Constant origins])?
+template <class Op, class... A>
+constexpr bool is_table_node() {
+  using N = node<Op, A...>;
+  if constexpr (!shareable_v<N> || stateless_v<N>) {
+    return false;
+  } else {
+    return held_count_v<N> > 2 * list_size<typename held<N>::type>::value + 8;
+  }
+}
+
+// One value per origin; `conflict` when one origin met two values.
+template <class... C>
+struct site_table {
+  tuple<std::remove_cv_t<decltype(C::value)>...> values;
+  bool conflict = false;
+  template <class X>
+  MG_HD constexpr const auto& get() const {
+    return at<index_in<X>(type_list<C...>{})>(values);
+  }
+};
+template <class L>
+struct site_table_of;
+template <class... C>
+struct site_table_of<type_list<C...>> {
+  using type = site_table<C...>;
+};
+template <class Op, class... A>
+using table_t = typename site_table_of<typename origins_of<node<Op, A...>>::type>::type;
 }  // namespace detail
 
 /// An interior node: Op applied to Args. Op holds the attributes of the op (empty for most); args
@@ -144,6 +239,15 @@ struct node {
   detail::tuple<detail::stored_t<Args>...> args;
   MG_SYMBOLIC_MISUSE_DIAGNOSTICS(node)
 };
+/// A node that repeats a subexpression holding constants: it stores one value per origin of its
+/// constants instead of its children (Note [Constant origins]; detail::child rebuilds a child).
+template <class Op, class... Args>
+requires(detail::is_table_node<Op, Args...>()) struct node<Op, Args...> {
+  using mg_family = detail::expr_family;
+  MG_NO_UNIQUE_ADDRESS Op op;
+  detail::table_t<Op, Args...> table;
+  MG_SYMBOLIC_MISUSE_DIAGNOSTICS(node)
+};
 #undef MG_SYMBOLIC_MISUSE_DIAGNOSTICS
 
 namespace detail {
@@ -151,8 +255,8 @@ template <class T>
 inline constexpr bool is_expr_v = false;
 template <std::size_t I>
 inline constexpr bool is_expr_v<arg<I>> = true;
-template <class T>
-inline constexpr bool is_expr_v<cst<T>> = true;
+template <class T, class O>
+inline constexpr bool is_expr_v<cst<T, O>> = true;
 template <class Op, class... Args>
 inline constexpr bool is_expr_v<node<Op, Args...>> = true;
 }  // namespace detail
@@ -183,26 +287,151 @@ MG_HD constexpr auto as_expr(T&& t) {
   }
 }
 
-// Child j of node n: a reference to it, or for a stateless child a value (its type is all of it).
+template <class X>
+inline constexpr bool is_node_v = false;
+template <class Op, class... A>
+inline constexpr bool is_node_v<node<Op, A...>> = true;
+template <class X>
+inline constexpr bool is_table_node_v = false;
+template <class Op, class... A>
+inline constexpr bool is_table_node_v<node<Op, A...>> = is_table_node<Op, A...>();
+
+template <class X, class Table>
+MG_HD constexpr X from_table(const Table& t);
+
+// Child j of node n: a reference to it, or for a stateless child a value (its type is all of it);
+// a table node's child is rebuilt from its table.
 template <std::size_t j, class Op, class... A>
 MG_HD MG_INLINE constexpr decltype(auto) child(const node<Op, A...>& n) {
   using C = std::tuple_element_t<j, std::tuple<A...>>;
   if constexpr (stateless_v<C>) {
     return C{};
+  } else if constexpr (is_table_node<Op, A...>()) {
+    return from_table<C>(n.table);
   } else {
     return at<j>(n.args);
   }
 }
 
+// Two values of one origin: equal, bit for bit where they are floating-point numbers.
+template <class T>
+MG_HD constexpr bool same_origin_value(const T& a, const T& b) {
+  if constexpr (std::is_same_v<T, double>) {
+    return std::bit_cast<unsigned long long>(a) == std::bit_cast<unsigned long long>(b);
+  } else if constexpr (std::is_same_v<T, float>) {
+    return std::bit_cast<unsigned>(a) == std::bit_cast<unsigned>(b);
+  } else {
+    return a == b;
+  }
+}
+
+// f(value) for every value of origin C that the object x stores, and whether a table in x
+// already met two values for one origin.
+template <class C, class X, class F>
+MG_HD constexpr void each_origin_value(const X& x, F& f) {
+  if constexpr (std::is_same_v<X, C>) {
+    f(x.value);
+  } else if constexpr (is_table_node_v<X>) {
+    using L = typename origins_of<X>::type;
+    if constexpr (index_in<C>(L{}) < list_size<L>::value) f(x.table.template get<C>());
+  } else if constexpr (is_node_v<X> && !stateless_v<X>) {
+    [&]<class Op, class... A>(const node<Op, A...>& n) {
+      [&]<std::size_t... j>(std::index_sequence<j...>) {
+        (each_origin_value<C>(at<j>(n.args), f), ...);
+      }
+      (std::index_sequence_for<A...>{});
+    }(x);
+  }
+}
+template <class X>
+MG_HD constexpr bool holds_conflict(const X& x) {
+  if constexpr (is_table_node_v<X>) {
+    return x.table.conflict;
+  } else if constexpr (is_node_v<X> && !stateless_v<X>) {
+    return [&]<class Op, class... A>(const node<Op, A...>& n) {
+      return [&]<std::size_t... j>(std::index_sequence<j...>) {
+        return (holds_conflict(at<j>(n.args)) || ...);
+      }
+      (std::index_sequence_for<A...>{});
+    }(x);
+  } else {
+    return false;
+  }
+}
+
+// The table of a node over children c: each origin's first value, and `conflict` when another
+// differs.
+template <class... C, class... X>
+MG_HD constexpr site_table<C...> gather_table(type_list<C...>, const X&... c) {
+  bool conflict = (holds_conflict(c) || ...);
+  const auto first = [&]<class K>(std::type_identity<K>) {
+    using T = std::remove_cv_t<decltype(K::value)>;
+    T v{};
+    bool have = false;
+    auto f = [&](const T& y) {
+      if (!have) {
+        v = y;
+        have = true;
+      } else if (!same_origin_value(v, y)) {
+        conflict = true;
+      }
+    };
+    (each_origin_value<K>(c, f), ...);
+    return v;
+  };
+  site_table<C...> t{{{first(std::type_identity<C>{})}...}, false};
+  t.conflict = conflict;
+  return t;
+}
+
 // The node of op over the expressions c...
 template <class Op, class... C>
 MG_HD constexpr node<Op, C...> assemble(const Op& op, const C&... c) {
-  return {op, {{store(c)}...}};
+  if constexpr (is_table_node<Op, C...>()) {
+    return {op, gather_table(typename origins_of<node<Op, C...>>::type{}, c...)};
+  } else {
+    return {op, {{store(c)}...}};
+  }
+}
+
+// The subexpression X (below a table node) from that node's table t.
+template <class X, class Table>
+MG_HD constexpr X from_table(const Table& t) {
+  if constexpr (stateless_v<X>) {
+    return X{};
+  } else if constexpr (sited_v<X>) {
+    return X{t.template get<X>()};
+  } else {
+    return [&]<class Op, class... A>(std::type_identity<node<Op, A...>>) {
+      if constexpr (is_table_node<Op, A...>()) {
+        return [&]<class... C>(type_list<C...>) {
+          return X{Op{}, {{{t.template get<C>()}...}, t.conflict}};
+        }(typename origins_of<X>::type{});
+      } else {
+        return assemble(Op{}, from_table<A>(t)...);
+      }
+    }(std::type_identity<X>{});
+  }
 }
 
 template <class Op, class... Ts>
 MG_HD constexpr auto make_expr(Op op, Ts&&... ts) {
   return assemble(op, as_expr(std::forward<Ts>(ts))...);
+}
+
+// A number made a constant at Origin (Note [Constant origins] in static/plan.hpp); anything else
+// as as_expr.
+template <class Origin, class T>
+MG_HD constexpr auto as_expr_from(const T& t) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    return cst<T, Origin>{t};
+  } else {
+    return as_expr(t);
+  }
+}
+template <class Origin, class Op, class... X>
+MG_HD constexpr auto apply_in_from(expr_family, const Op& op, const X&... x) {
+  return assemble(op, as_expr_from<Origin>(x)...);
 }
 
 // The expression family of detail::call: applying an op records a node.

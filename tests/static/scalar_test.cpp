@@ -1,6 +1,7 @@
 // Static engine on float/double beyond the op table (tests/ops): DAG sharing, grad of grad,
 // custom ops, and the argument/return conventions of grad and value_and_grad.
 #include <cmath>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -42,6 +43,68 @@ TEST(StaticScalar, AStatefulSubtreeIsOneSlotPerOccurrence) {
   // x, sin(x), then per occurrence of u: 2.0 and u; then u*u, exp(u) and the sum
   static_assert(mg::detail::plan_v<E>.nslots == 2 + 3 * 2 + 1 + 1 + 1);
   check_static(f, 0.4);
+}
+
+// Note [Constant origins]: named values holding literals and a captured number, each reused
+// at every level, so their tree repeats them exponentially often. A copy keeps the constant's
+// origin, so the plan has one slot per distinct subexpression, and the object one value per origin.
+TEST(StaticScalar, ReusedValuesHoldingConstantsArePlannedOnce) {
+  const double k = 0.3;
+  auto f = [k](auto x, auto y) {
+    const auto a = 1 / (1 + x * x);
+    const auto b = a * y + 2 * a - k;
+    const auto c = b * b + a * b;
+    const auto d = c * c + b * c;
+    const auto e = d * d + c * d;
+    return e * e + 3 * d;
+  };
+  using E = mg::detail::traced_t<decltype(f), 2>;
+  static_assert(mg::detail::tree_info<E>::table);
+  static_assert(mg::detail::tree_info<E>::count > 300);
+  // one slot per distinct subexpression (26), of 1857 occurrences
+  static_assert(mg::detail::plan_v<E>.nslots ==
+                mg::detail::list_size<mg::detail::distinct_t<E>>::value);
+  static_assert(sizeof(E) <= 64);  // the five constants and a flag, not a copy per use
+  check_static(f, 0.4, 1.1);
+  check_static(f, -0.7, 0.2);
+}
+
+// A helper called twice with different numbers makes two constants of one type. Where the
+// result repeats them little, each occurrence keeps its own slot, as always.
+TEST(StaticScalar, AHelperCalledWithDifferentNumbersStaysExact) {
+  const auto shift = [](auto x, double c) { return x * x - c; };
+  auto f = [&](auto x) { return shift(x, 1.0) * sin(x) + shift(x, 2.0) / 3; };
+  check_static(f, 0.8);
+  EXPECT_DOUBLE_EQ(mg::grad(f)(0.8), 2 * 0.8 * sin(0.8) + (0.64 - 1) * cos(0.8) + 2 * 0.8 / 3);
+}
+
+// Inside a subexpression reused exponentially often, those two constants would share one slot:
+// refused with an mg::error naming both fixes. The twin passes the numbers as arguments.
+TEST(StaticScalar, AHelperWithDifferentNumbersInAReusedValueIsAnError) {
+  const auto shift = [](auto x, auto c) { return x * x - c; };
+  const auto deep = [](auto a, auto b) {
+    const auto g = a * b;
+    const auto c = g * g + a;
+    const auto d = c * c + g;
+    const auto e = d * d + c;
+    return e * e + d;
+  };
+  auto f = [&](auto x) { return deep(shift(x, 1.0), shift(x, 2.0)); };
+  static_assert(mg::detail::tree_info<mg::detail::traced_t<decltype(f), 1>>::table);
+  try {
+    (void)mg::grad(f)(0.3);
+    ADD_FAILURE() << "no error";
+  } catch (const mg::error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("took two different values"), std::string::npos) << what;
+    EXPECT_NE(what.find("pass those numbers as arguments"), std::string::npos) << what;
+  }
+  auto twin = [&](auto x, auto c1, auto c2) { return deep(shift(x, c1), shift(x, c2)); };
+  check_static(twin, 0.3, 1.0, 2.0);
+  // f's value by hand, and its derivative by a central difference of it
+  const auto by_hand = [&](double x) { return deep(x * x - 1.0, x * x - 2.0); };
+  EXPECT_NEAR(mg::grad<0>(twin)(0.3, 1.0, 2.0), (by_hand(0.3 + 1e-6) - by_hand(0.3 - 1e-6)) / 2e-6,
+              1e-6 * std::abs(mg::grad<0>(twin)(0.3, 1.0, 2.0)));
 }
 
 TEST(StaticScalar, ConstantsAreNotMergedAcrossOccurrences) {

@@ -57,7 +57,21 @@ static_assert(std::is_same_v<decltype(mg::relu(2.0f)), float>);
 static_assert(std::is_same_v<decltype(mg::clamp(2.0f, -1.0, 1.0)), float>);
 static_assert(std::is_same_v<decltype(mg::exp(x0{})), mg::node<mg::exp_op, x0>>);
 static_assert(std::is_same_v<decltype(x0{} * x1{}), mg::node<mg::mul_op, x0, x1>>);
-static_assert(std::is_same_v<decltype(x0{} + 1.0), mg::node<mg::add_op, x0, mg::cst<double>>>);
+// a number an operator joins is a constant of the place that made it (Note [Constant origins]):
+// two places are two types, a copy is the same type
+template <class E>
+struct joined_constant;
+template <class Op, class A, class T, class O>
+struct joined_constant<mg::node<Op, A, mg::cst<T, O>>> {
+  using value = T;
+  using origin = O;
+};
+static_assert(std::is_same_v<joined_constant<decltype(x0{} + 1.0)>::value, double>);
+static_assert(!std::is_void_v<joined_constant<decltype(x0{} + 1.0)>::origin>);
+static_assert(!std::is_same_v<decltype(x0{} + 1.0), decltype(x0{} + 1.0)>);
+constexpr auto plus_one = x0{} + 1.0;
+constexpr auto plus_one_copy = plus_one;
+static_assert(std::is_same_v<decltype(plus_one), decltype(plus_one_copy)>);
 static_assert(std::is_same_v<decltype(x0{} > 0), mg::node<mg::gt_op, x0, mg::cst<int>>>);
 static_assert(std::is_same_v<decltype(mg::atan2(mg::tensor{}, 1.0)), mg::tensor>);
 static_assert(std::is_same_v<decltype(mg::tensor{} > 0.5), mg::tensor>);

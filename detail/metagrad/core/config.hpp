@@ -61,6 +61,16 @@
 #define MG_NO_UNIQUE_ADDRESS [[no_unique_address]]
 #endif
 
+// MG_ORIGIN is a new type wherever it is named as a default template argument and that default is
+// used: the place in a traced function's code that made a constant (Note [Constant origins] in
+// expr.hpp). nvcc's front end fails to deduce such a template, so under nvcc it is void: constants
+// are then planned once per occurrence.
+#if defined(__CUDACC__)
+#define MG_ORIGIN void
+#else
+#define MG_ORIGIN decltype([] {})
+#endif
+
 // MG_INLINE forces inlining on the hot paths of the static engine. Without it clang stops
 // fusing sin/cos into sincos and loses 18% to 50% against a hand-written sweep (in callgrind's
 // instruction counts).

@@ -151,6 +151,19 @@ MG_HD MG_INLINE constexpr auto call(const Op& op, const X&... x) {
   }
 }
 
+// call(op, x...) from an operator whose call in the traced function's code is Origin: a number
+// among static-engine expressions becomes a constant of that origin (Note [Constant origins] in
+// static/plan.hpp); everything else is call(op, x...).
+MG_EXEC_CHECK_DISABLE
+template <class Origin, class Op, class... X>
+MG_HD MG_INLINE constexpr auto call_from(const Op& op, const X&... x) {
+  if constexpr (std::is_same_v<family_t<X...>, expr_family> && (std::is_arithmetic_v<X> || ...)) {
+    return apply_in_from<Origin>(expr_family{}, op, x...);
+  } else {
+    return call(op, x...);
+  }
+}
+
 // What a composite public function opens for its body: Note [Call sites].
 template <class... X>
 using site_scope_for =

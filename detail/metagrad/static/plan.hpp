@@ -43,12 +43,15 @@ struct tree_info;
 template <std::size_t I>
 struct tree_info<arg<I>> {
   static constexpr std::size_t count = 1, arity = 0, max_arity = 0;
-  static constexpr bool stateless = true;
+  static constexpr bool stateless = true, table = false;
+  static constexpr std::size_t held = 0;
 };
-template <class T>
-struct tree_info<cst<T>> {
+template <class T, class O>
+struct tree_info<cst<T, O>> {
   static constexpr std::size_t count = 1, arity = 0, max_arity = 0;
-  static constexpr bool stateless = stateless_v<cst<T>>;  // cst<known<V>>
+  static constexpr bool stateless = stateless_v<cst<T, O>>;  // cst<known<V>>
+  static constexpr bool table = false;
+  static constexpr std::size_t held = stateless ? 0 : 1;
 };
 template <class Op, class... A>
 struct tree_info<node<Op, A...>> {
@@ -56,35 +59,23 @@ struct tree_info<node<Op, A...>> {
   static constexpr std::size_t arity = sizeof...(A);
   static constexpr std::size_t max_arity = std::max({arity, tree_info<A>::max_arity...});
   static constexpr bool stateless = stateless_v<node<Op, A...>>;
+  static constexpr bool table = is_table_node<Op, A...>();  // Note [Constant origins]
+  // a table node: the distinct stateful types of its tree, each one slot of its context
+  static constexpr std::size_t held = [] {
+    if constexpr (table) {
+      return list_size<typename detail::held<node<Op, A...>>::type>::value;
+    } else {
+      return std::size_t{0};
+    }
+  }();
 };
 
 // ---- 1. the distinct types ----------------------------------------------------------------------
-
-template <class L, class X>
-struct push_unique;
-template <class... T, class X>
-struct push_unique<type_list<T...>, X> {
-  using type =
-      std::conditional_t<(std::is_same_v<T, X> || ...), type_list<T...>, type_list<T..., X>>;
-};
-template <class L, class M>
-struct merge_unique {
-  using type = L;
-};
-template <class L, class X, class... R>
-struct merge_unique<L, type_list<X, R...>>
-    : merge_unique<typename push_unique<L, X>::type, type_list<R...>> {};
 
 template <class E>
 struct distinct {
   using type = type_list<E>;  // a leaf
 };
-template <class L, class... M>
-struct merge_all {
-  using type = L;
-};
-template <class L, class M, class... R>
-struct merge_all<L, M, R...> : merge_all<typename merge_unique<L, M>::type, R...> {};
 template <class Op, class... A>
 struct distinct<node<Op, A...>> {
   using type =
@@ -93,13 +84,6 @@ struct distinct<node<Op, A...>> {
 };
 template <class E>
 using distinct_t = typename distinct<E>::type;
-
-template <class X, class... T>
-constexpr std::size_t index_in(type_list<T...>) {
-  std::size_t i = 0, r = sizeof...(T);
-  ((r = std::is_same_v<X, T> ? i : r, ++i), ...);
-  return r;
-}
 
 template <std::size_t i, class L>
 struct type_at;
@@ -118,12 +102,14 @@ struct type_table<type_list<T...>, K> {
   static constexpr std::size_t n = sizeof...(T);
   struct row {
     std::size_t arity = 0;
-    bool stateless = true;
+    bool stateless = true, table = false;
+    std::size_t held = 0;
     std::array<std::size_t, K> child{};
   };
   template <class X>
   static constexpr row row_of() {
-    row r{tree_info<X>::arity, tree_info<X>::stateless, {}};
+    row r{
+        tree_info<X>::arity, tree_info<X>::stateless, tree_info<X>::table, tree_info<X>::held, {}};
     if constexpr (tree_info<X>::arity > 0) {
       [&]<class Op, class... A>(std::type_identity<node<Op, A...>>) {
         std::size_t k = 0;
@@ -133,13 +119,18 @@ struct type_table<type_list<T...>, K> {
     return r;
   }
   static constexpr std::array<row, n> rows = {row_of<T>()...};
-  // slots needed: one per stateless type, one per occurrence of a stateful one (saturating)
+  // slots needed: one per stateless type, one per occurrence of a stateful one (saturating), and
+  // below a table node one per distinct stateful type
   static constexpr std::size_t slots = [] {
     std::array<std::size_t, n> inside{};  // stateful occurrences in the tree of type d
     std::size_t stateless = 0;
     for (std::size_t d = 0; d < n; ++d) {
       if (rows[d].stateless) {
         ++stateless;
+        continue;
+      }
+      if (rows[d].table) {
+        inside[d] = rows[d].held;
         continue;
       }
       std::size_t c = 1;
@@ -162,6 +153,9 @@ struct plan_data {
   std::array<std::size_t, N> parent{};  // stateful slots: the slot of the node holding it
   std::array<std::size_t, N> pos{};     // ... and its position among that node's children
   std::array<bool, N> stateless{};
+  // Note [Constant origins]: a slot below a table node (its parent is that node, whose table
+  // holds its constants), and the table nodes that hold such slots
+  std::array<bool, N> in_table{}, table_root{};
   std::array<std::size_t, N> nchild{};
   std::array<std::array<std::size_t, K>, N> child{};
   // uses of slot s: edges [use_begin[s], use_begin[s+1]) of (use_p, use_k)
@@ -200,7 +194,9 @@ constexpr auto make_plan_rows() {
   constexpr auto& rows = table::rows;
   plan_data<N, K> d{};
   // Depth-first from the root, post-order; a stateless type becomes a slot at its first visit.
-  std::array<std::size_t, D> slot_of_type{};
+  // Below a table node (a context: Note [Constant origins]) a stateful type does too, within
+  // that context.
+  std::array<std::size_t, D> slot_of_type{}, in_context{};
   for (auto& s : slot_of_type) s = N;
   struct frame {
     std::size_t type = 0, next = 0;
@@ -209,6 +205,10 @@ constexpr auto make_plan_rows() {
   std::array<frame, D + 1> stack{};  // a path from the root repeats no type
   std::size_t top = 0;
   stack[0].type = D - 1;
+  constexpr std::size_t none = D + 1;
+  std::size_t context = rows[D - 1].table ? 0 : none;  // the stack depth of the table node
+  std::size_t context_first = 0;                       // its first slot
+  for (auto& s : in_context) s = N;
   for (;;) {
     frame& f = stack[top];
     const auto& r = rows[f.type];
@@ -216,8 +216,15 @@ constexpr auto make_plan_rows() {
       const std::size_t c = r.child[f.next];
       if (rows[c].stateless && slot_of_type[c] != N) {
         f.kids[f.next++] = slot_of_type[c];
+      } else if (!rows[c].stateless && context != none && in_context[c] != N) {
+        f.kids[f.next++] = in_context[c];
       } else {
         stack[++top] = frame{c, 0, {}};
+        if (context == none && rows[c].table) {
+          context = top;
+          context_first = d.nslots;
+          for (auto& s : in_context) s = N;
+        }
       }
       continue;
     }
@@ -228,12 +235,25 @@ constexpr auto make_plan_rows() {
     d.parent[s] = N;
     for (std::size_t k = 0; k < r.arity; ++k) {
       d.child[s][k] = f.kids[k];
-      if (!d.stateless[f.kids[k]]) {
+      if (!d.stateless[f.kids[k]] && d.parent[f.kids[k]] == N) {
         d.parent[f.kids[k]] = s;
         d.pos[f.kids[k]] = k;
       }
     }
     if (r.stateless) slot_of_type[f.type] = s;
+    if (context != none && !r.stateless) {
+      if (top == context) {  // the table node: its context's slots read its table
+        d.table_root[s] = true;
+        for (std::size_t t = context_first; t < s; ++t)
+          if (!d.stateless[t]) {
+            d.in_table[t] = true;
+            d.parent[t] = s;
+          }
+        context = none;
+      } else {
+        in_context[f.type] = s;
+      }
+    }
     if (top == 0) break;
     --top;
     stack[top].kids[stack[top].next++] = s;

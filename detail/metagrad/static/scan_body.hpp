@@ -180,8 +180,8 @@ template <std::size_t I>
 bool same_trace(const arg<I>&, const arg<I>&) {
   return true;
 }
-template <class T>
-bool same_trace(const cst<T>& a, const cst<T>& b) {
+template <class T, class O>
+bool same_trace(const cst<T, O>& a, const cst<T, O>& b) {
   return same_constant(a.value, b.value);
 }
 template <class Op, class... A>
@@ -274,8 +274,8 @@ template <class Map, std::size_t I>
 constexpr auto rename(const arg<I>&) {
   return typename renamed<Map, arg<I>>::type{};
 }
-template <class Map, class T>
-constexpr auto rename(const cst<T>& c) {
+template <class Map, class T, class O>
+constexpr auto rename(const cst<T, O>& c) {
   return c;
 }
 template <class Map, class Op, class... A>

@@ -19,6 +19,7 @@
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/config.hpp>
 #include <metagrad/core/dispatch.hpp>
+#include <metagrad/error.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/static/plan.hpp>
 
@@ -111,10 +112,16 @@ template <class T>
 inline constexpr std::size_t arg_index_v = 0;
 template <std::size_t I>
 inline constexpr std::size_t arg_index_v<arg<I>> = I;
+// Are the arguments static-engine expressions (a sweep traced by an enclosing one)?
+template <class Args>
+inline constexpr bool traced_args_v = false;
+template <std::size_t... I, class... A>
+inline constexpr bool traced_args_v<tuple_impl<std::index_sequence<I...>, A...>> = (Expr<A> || ...);
+
 template <class T>
 inline constexpr bool is_cst_v = false;
-template <class T>
-inline constexpr bool is_cst_v<cst<T>> = true;
+template <class T, class O>
+inline constexpr bool is_cst_v<cst<T, O>> = true;
 
 // The value of a constant: a number, or for cst<known<V>> the double V.
 template <class T>
@@ -133,6 +140,46 @@ requires requires { typename T::array_type; }
 struct constant_value<T> {
   using type = typename T::array_type;
 };
+// Note [Constant origins]: a table node of e whose constants met two values for one origin is
+// refused (the sweep would read one value for all).
+[[noreturn]] inline void origins_conflict() {
+  fail(
+      "a constant that one call in the traced function's code makes took two different values "
+      "in one trace (a helper called with different numbers, or a loop), in an expression that "
+      "repeats its subexpressions, each of which metagrad computes once: pass those numbers as "
+      "arguments of the function (an array argument for many), or give the helper's calls "
+      "arguments of different types");
+}
+// (plan_v<E> named directly: Note [nvcc host constants])
+template <class E>
+constexpr std::size_t table_root_count() {
+  std::size_t n = 0;
+  for (std::size_t t = 0; t < plan_v<E>.nslots; ++t) n += plan_v<E>.table_root[t];
+  return n;
+}
+template <class E, std::size_t n>
+constexpr std::array<std::size_t, n> table_roots() {
+  std::array<std::size_t, n> r{};
+  std::size_t k = 0;
+  for (std::size_t t = 0; t < plan_v<E>.nslots; ++t)
+    if (plan_v<E>.table_root[t]) r[k++] = t;
+  return r;
+}
+template <class E>
+MG_HD constexpr void check_origins(const E& e) {
+  constexpr std::size_t n = table_root_count<E>();
+  if constexpr (n > 0) {
+    constexpr auto roots = table_roots<E, n>();
+    const bool conflict = [&]<std::size_t... k>(std::index_sequence<k...>) {
+      return (object<roots[k]>(e).table.conflict || ...);
+    }
+    (std::make_index_sequence<n>{});
+#ifndef __CUDA_ARCH__
+    if (conflict) origins_conflict();
+#endif
+  }
+}
+
 template <class T>
 MG_HD MG_INLINE constexpr const auto& constant_ref(const T& v) {
   if constexpr (requires { typename T::array_type; }) {
@@ -235,9 +282,13 @@ struct sweep_types {
   struct val<s, arg<I>> {
     using type = std::remove_cvref_t<decltype(at<I>(std::declval<const Args&>()))>;
   };
-  template <std::size_t s, class T>
-  struct val<s, cst<T>> {
-    using type = typename constant_value<T>::type;
+  // A constant with an origin stays that constant in a traced sweep (grad of grad), so that the
+  // gradient's expression keeps its origins (Note [Constant origins]).
+  static constexpr bool traced = traced_args_v<Args>;
+  template <std::size_t s, class T, class O>
+  struct val<s, cst<T, O>> {
+    using type = std::conditional_t<traced && sited_v<cst<T, O>>, cst<T, O>,
+                                    typename constant_value<T>::type>;
   };
   template <std::size_t s, class Op, class... A>
   struct val<s, node<Op, A...>> {
@@ -262,7 +313,7 @@ struct sweep_types {
   template <std::size_t p>
   static constexpr bool runs_impl() {
     using X = expr_of<p>;
-    if constexpr (requires { std::declval<const X&>().args; }) {
+    if constexpr (is_node_v<X>) {
       using Op = std::remove_cvref_t<decltype(std::declval<const X&>().op)>;
       return is_differentiable<Op>() && wanted_v<E, Wanted>[p] &&
              !std::is_same_v<adj_t<p>, no_grad>;
@@ -336,7 +387,9 @@ class sweep {
   typename storage<slots>::bwds bwds_;
 
  public:
-  MG_HD MG_INLINE constexpr sweep(const E& e, const Args& args) : e_(e), args_(args) {}
+  MG_HD MG_INLINE constexpr sweep(const E& e, const Args& args) : e_(e), args_(args) {
+    check_origins(e);
+  }
 
   // The value of slot s: a reference to the argument or constant for leaves (a number for
   // cst<known<V>>).
@@ -348,6 +401,14 @@ class sweep {
     } else if constexpr (is_cst_v<X>) {
       if constexpr (plan_v<E>.stateless[s]) {
         return static_cast<typename T::template val_t<s>>(decltype(X::value)::value);
+      } else if constexpr (T::traced && sited_v<X>) {
+        if constexpr (plan_v<E>.in_table[s]) {
+          return X{object<plan_v<E>.parent[s]>(e_).table.template get<X>()};
+        } else {
+          return X{object<s>(e_).value};
+        }
+      } else if constexpr (plan_v<E>.in_table[s]) {  // Note [Constant origins]
+        return constant_ref(object<plan_v<E>.parent[s]>(e_).table.template get<X>());
       } else {
         return constant_ref(object<s>(e_).value);
       }
@@ -481,7 +542,7 @@ class sweep {
   MG_HD MG_INLINE constexpr decltype(auto) op_of() const {
     using X = typename T::template expr_of<s>;
     using Op = std::remove_cvref_t<decltype(std::declval<const X&>().op)>;
-    if constexpr (plan_v<E>.stateless[s]) {
+    if constexpr (plan_v<E>.stateless[s] || plan_v<E>.in_table[s]) {
       return Op{};
     } else {
       return (object<s>(e_).op);

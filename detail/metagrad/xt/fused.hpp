@@ -30,8 +30,8 @@ inline constexpr bool all_elementwise_v<node<Op, A...>> = is_elementwise<Op>() &
 // Does E hold a captured array (Note [Captured arrays] in xt/array_family.hpp)?
 template <class E>
 inline constexpr bool has_array_constant_v = false;
-template <class T>
-inline constexpr bool has_array_constant_v<cst<T>> = is_captured_array_v<T>;
+template <class T, class O>
+inline constexpr bool has_array_constant_v<cst<T, O>> = is_captured_array_v<T>;
 // ... or in the step a loop node holds (Note [Scan])
 template <class Op>
 constexpr bool op_has_array_constant() {
@@ -65,8 +65,8 @@ inline constexpr bool reads_array_v = false;
 template <std::size_t J, class Args>
 inline constexpr bool reads_array_v<arg<J>, Args> =
     !std::is_arithmetic_v<std::tuple_element_t<J, Args>>;
-template <class T, class Args>
-inline constexpr bool reads_array_v<cst<T>, Args> = is_captured_array_v<T>;
+template <class T, class O, class Args>
+inline constexpr bool reads_array_v<cst<T, O>, Args> = is_captured_array_v<T>;
 template <class Op, class... C, class Args>
 inline constexpr bool reads_array_v<node<Op, C...>, Args> = (reads_array_v<C, Args> || ...);
 
@@ -161,8 +161,9 @@ struct epilogue_kind : std::integral_constant<int, 0> {};
 template <std::size_t J, class Args>
 struct epilogue_kind<arg<J>, Args>
     : std::integral_constant<int, std::is_arithmetic_v<std::tuple_element_t<J, Args>> ? 1 : 0> {};
-template <class T, class Args>
-struct epilogue_kind<cst<T>, Args> : std::integral_constant<int, is_captured_array_v<T> ? 0 : 1> {};
+template <class T, class O, class Args>
+struct epilogue_kind<cst<T, O>, Args>
+    : std::integral_constant<int, is_captured_array_v<T> ? 0 : 1> {};
 template <class Inner, class Args>
 struct epilogue_kind<node<sum_op, Inner>, Args>
     : std::integral_constant<int, fused_sum_v<node<sum_op, Inner>, Args> ? 2 : 0> {};
@@ -253,8 +254,8 @@ inline constexpr bool boundary_node_v<node<Op, C...>, Args> =
 // Is E elementwise down to arguments, number constants and boundaries? Does it hold a boundary?
 template <class E, class Args>
 inline constexpr bool bounded_v = true;  // arg<J>
-template <class T, class Args>
-inline constexpr bool bounded_v<cst<T>, Args> = !is_captured_array_v<T>;
+template <class T, class O, class Args>
+inline constexpr bool bounded_v<cst<T, O>, Args> = !is_captured_array_v<T>;
 template <class Op, class... C, class Args>
 inline constexpr bool bounded_v<node<Op, C...>, Args> = is_elementwise<Op>()
                                                             ? (bounded_v<C, Args>&&...)
@@ -290,7 +291,7 @@ template <class Args, std::size_t K, class L, class E>
 constexpr auto boundary_rewrite(const E& e) {
   if constexpr (boundary_node_v<E, Args>) {
     return arg<K + index_in<E>(L{})>{};
-  } else if constexpr (requires { e.args; }) {
+  } else if constexpr (is_node_v<E>) {
     return [&]<class Op, class... C>(const node<Op, C...>& n) {
       return [&]<std::size_t... j>(std::index_sequence<j...>) {
         return assemble(n.op, boundary_rewrite<Args, K, L>(child<j>(n))...);

@@ -317,8 +317,8 @@ template <class E>
 struct stateless_boundary {  // a leaf, or a node that is not elementwise
   using type = std::conditional_t<stateless_v<E>, type_list<E>, type_list<>>;
 };
-template <class T>
-struct stateless_boundary<cst<T>> {
+template <class T, class O>
+struct stateless_boundary<cst<T, O>> {
   using type = type_list<>;
 };
 template <class Op, class... A>
@@ -329,21 +329,15 @@ template <class E>
 struct stateful_boundary {
   using type = std::conditional_t<stateless_v<E>, type_list<>, type_list<E>>;
 };
-template <class T>
-struct stateful_boundary<cst<T>> {  // a number stays inside; a captured array is an input
-  using type = std::conditional_t<is_captured_array_v<T>, type_list<cst<T>>, type_list<>>;
+template <class T, class O>
+struct stateful_boundary<cst<T, O>> {  // a number stays inside; a captured array is an input
+  using type = std::conditional_t<is_captured_array_v<T>, type_list<cst<T, O>>, type_list<>>;
 };
 template <class Op, class... A>
 requires(is_elementwise<Op>()) struct stateful_boundary<node<Op, A...>> {
   using type = typename concat<type_list<>, typename stateful_boundary<A>::type...>::type;
 };
 
-template <class L>
-struct list_size;
-template <class... O>
-struct list_size<type_list<O...>> {
-  static constexpr std::size_t value = sizeof...(O);
-};
 template <class E>
 inline constexpr std::size_t stateful_count = list_size<typename stateful_boundary<E>::type>::value;
 
@@ -370,9 +364,9 @@ template <class E, class SL>
 struct rebuilt {
   using type = arg<index_in<E>(SL{})>;  // a boundary
 };
-template <class T, class SL>
-struct rebuilt<cst<T>, SL> {
-  using type = cst<T>;
+template <class T, class O, class SL>
+struct rebuilt<cst<T, O>, SL> {
+  using type = cst<T, O>;
 };
 template <class Op, class... A, class SL>
 requires(is_elementwise<Op>()) struct rebuilt<node<Op, A...>, SL> {
@@ -440,7 +434,7 @@ template <class E>
 constexpr auto regionize_node(const E& e) {
   if constexpr (elementwise_node_v<E>) {
     return make_region(e);
-  } else if constexpr (requires { e.args; }) {
+  } else if constexpr (is_node_v<E>) {
     return [&]<class Op, class... A>(const node<Op, A...>& n) {
       return [&]<std::size_t... j>(std::index_sequence<j...>) {
         return assemble(n.op, regionize(child<j>(n))...);

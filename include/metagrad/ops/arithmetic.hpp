@@ -31,9 +31,9 @@ struct add_op {
     return grads{g, static_cast<G&&>(g)};
   }
 };
-template <class L, class R>
+template <class L, class R, class Origin = MG_ORIGIN>
 requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator+(const L& a, const R& b) {
-  return detail::call(add_op{}, a, b);
+  return detail::call_from<Origin>(add_op{}, a, b);
 }
 template <class R>
 requires detail::TensorOperatorOperand<R>
@@ -58,9 +58,9 @@ struct sub_op {
     return grads{static_cast<G&&>(g), std::move(minus)};
   }
 };
-template <class L, class R>
+template <class L, class R, class Origin = MG_ORIGIN>
 requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator-(const L& a, const R& b) {
-  return detail::call(sub_op{}, a, b);
+  return detail::call_from<Origin>(sub_op{}, a, b);
 }
 template <class R>
 requires detail::TensorOperatorOperand<R>
@@ -83,9 +83,9 @@ struct mul_op {
     return grads{g * b, g * a};
   }
 };
-template <class L, class R>
+template <class L, class R, class Origin = MG_ORIGIN>
 requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator*(const L& a, const R& b) {
-  return detail::call(mul_op{}, a, b);
+  return detail::call_from<Origin>(mul_op{}, a, b);
 }
 template <class R>
 requires detail::TensorOperatorOperand<R>
@@ -109,9 +109,9 @@ struct div_op {
     return grads{g / b, -(g / b * (a / b))};
   }
 };
-template <class L, class R>
+template <class L, class R, class Origin = MG_ORIGIN>
 requires detail::OperatorOperands<L, R> MG_HD constexpr auto operator/(const L& a, const R& b) {
-  return detail::call(div_op{}, a, b);
+  return detail::call_from<Origin>(div_op{}, a, b);
 }
 template <class R>
 requires detail::TensorOperatorOperand<R>
