@@ -169,18 +169,31 @@ inline constexpr bool shareable_v = stateless_v<X> || sited_v<X>;
 template <class Op, class... A>
 inline constexpr bool shareable_v<node<Op, A...>> = op_stateless<Op>() && (shareable_v<A> && ...);
 
-// The distinct types of X's tree that hold state (X's own included), and their occurrences
-// (saturating): more occurrences than types is a repeat.
-template <class X>
-struct held {
-  using type = std::conditional_t<stateless_v<X>, type_list<>, type_list<X>>;
+// The distinct types of E's tree, children before parents, in the order of their first occurrence
+// (a merge per distinct type, which the compiler memoises; the planner lists them too: Note
+// [Planning on the DAG] in static/plan.hpp).
+template <class E>
+struct distinct {
+  using type = type_list<E>;  // a leaf
 };
 template <class Op, class... A>
-struct held<node<Op, A...>> {
-  using inner = typename merge_all<type_list<>, typename held<A>::type...>::type;
-  using type = std::conditional_t<stateless_v<node<Op, A...>>, type_list<>,
-                                  typename push_unique<inner, node<Op, A...>>::type>;
+struct distinct<node<Op, A...>> {
+  using type =
+      typename push_unique<typename merge_all<type_list<>, typename distinct<A>::type...>::type,
+                           node<Op, A...>>::type;
 };
+template <class E>
+using distinct_t = typename distinct<E>::type;
+
+// How many of those hold state, and how often such types occur in the tree (saturating): more
+// occurrences than types is a repeat.
+template <class L>
+inline constexpr std::size_t stateful_in_v = 0;
+template <class... T>
+inline constexpr std::size_t stateful_in_v<type_list<T...>> = (std::size_t{!stateless_v<T>} + ... +
+                                                               0);
+template <class X>
+inline constexpr std::size_t held_types_v = stateful_in_v<distinct_t<X>>;
 template <class X>
 inline constexpr std::size_t held_count_v = stateless_v<X> ? 0 : 1;
 template <class Op, class... A>
@@ -206,7 +219,7 @@ constexpr bool is_table_node() {
   if constexpr (!shareable_v<N> || stateless_v<N>) {
     return false;
   } else {
-    return held_count_v<N> > 2 * list_size<typename held<N>::type>::value + 8;
+    return held_count_v<N> > 2 * held_types_v<N> + 8;
   }
 }
 
@@ -284,6 +297,16 @@ MG_HD constexpr auto as_expr(T&& t) {
   } else {
     using C = constant_traits<std::remove_cvref_t<T>>;
     return cst<typename C::type>{C::make(t)};
+  }
+}
+
+// An expression as is (a reference: assemble copies what it stores, once), anything else as_expr.
+template <class T>
+MG_HD constexpr decltype(auto) expr_ref(T&& t) {
+  if constexpr (Expr<T>) {
+    return static_cast<const std::remove_cvref_t<T>&>(t);
+  } else {
+    return as_expr(std::forward<T>(t));
   }
 }
 
@@ -416,17 +439,17 @@ MG_HD constexpr X from_table(const Table& t) {
 
 template <class Op, class... Ts>
 MG_HD constexpr auto make_expr(Op op, Ts&&... ts) {
-  return assemble(op, as_expr(std::forward<Ts>(ts))...);
+  return assemble(op, expr_ref(std::forward<Ts>(ts))...);
 }
 
 // A number made a constant at Origin (Note [Constant origins] in static/plan.hpp); anything else
 // as as_expr.
 template <class Origin, class T>
-MG_HD constexpr auto as_expr_from(const T& t) {
+MG_HD constexpr decltype(auto) as_expr_from(const T& t) {
   if constexpr (std::is_arithmetic_v<T>) {
     return cst<T, Origin>{t};
   } else {
-    return as_expr(t);
+    return expr_ref(t);
   }
 }
 template <class Origin, class Op, class... X>

@@ -63,7 +63,7 @@ struct tree_info<node<Op, A...>> {
   // a table node: the distinct stateful types of its tree, each one slot of its context
   static constexpr std::size_t held = [] {
     if constexpr (table) {
-      return list_size<typename detail::held<node<Op, A...>>::type>::value;
+      return held_types_v<node<Op, A...>>;
     } else {
       return std::size_t{0};
     }
@@ -72,18 +72,8 @@ struct tree_info<node<Op, A...>> {
 
 // ---- 1. the distinct types ----------------------------------------------------------------------
 
-template <class E>
-struct distinct {
-  using type = type_list<E>;  // a leaf
-};
-template <class Op, class... A>
-struct distinct<node<Op, A...>> {
-  using type =
-      typename push_unique<typename merge_all<type_list<>, typename distinct<A>::type...>::type,
-                           node<Op, A...>>::type;
-};
-template <class E>
-using distinct_t = typename distinct<E>::type;
+// (distinct_t<E>, the distinct types of E's tree, is in expr.hpp: a node asks it whether it is a
+// table node)
 
 template <std::size_t i, class L>
 struct type_at;
