@@ -211,18 +211,7 @@ const auto reprojection = [](const auto& fx, const auto& fy) {
   const auto error = [](auto r0, auto r1, auto r2, auto c0, auto c1, auto c2, auto f, auto x0,
                         auto y0, auto k1, auto k2, auto X0, auto X1, auto X2, auto w, auto u,
                         auto v) {
-    const auto Y0 = X0 - c0, Y1 = X1 - c1, Y2 = X2 - c2;
-    const auto theta = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
-    const auto ct = cos(theta), st = sin(theta);
-    const auto w0 = r0 / theta, w1 = r1 / theta, w2 = r2 / theta;
-    const auto tmp = (w0 * Y0 + w1 * Y1 + w2 * Y2) * (1 - ct);
-    const auto x = Y0 * ct + (w1 * Y2 - w2 * Y1) * st + w0 * tmp;
-    const auto y = Y1 * ct + (w2 * Y0 - w0 * Y2) * st + w1 * tmp;
-    const auto z = Y2 * ct + (w0 * Y1 - w1 * Y0) * st + w2 * tmp;
-    const auto px = x / z, py = y / z;
-    const auto rsq = px * px + py * py;
-    const auto L = 1 + k1 * rsq + k2 * rsq * rsq;
-    return std::tuple{w * (px * L * f + x0 - u), w * (py * L * f + y0 - v)};
+    return reprojection(u, v)(r0, r1, r2, c0, c1, c2, f, x0, y0, k1, k2, X0, X1, X2, w);
   };
   const auto [j0, j1] = mg::jacobian(error)(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8],
                                             c[9], c[10], X[0], X[1], X[2], w, feat[0], feat[1]);

@@ -300,16 +300,6 @@ MG_HD constexpr auto as_expr(T&& t) {
   }
 }
 
-// An expression as is (a reference: assemble copies what it stores, once), anything else as_expr.
-template <class T>
-MG_HD constexpr decltype(auto) expr_ref(T&& t) {
-  if constexpr (Expr<T>) {
-    return static_cast<const std::remove_cvref_t<T>&>(t);
-  } else {
-    return as_expr(std::forward<T>(t));
-  }
-}
-
 template <class X>
 inline constexpr bool is_node_v = false;
 template <class Op, class... A>
@@ -439,17 +429,17 @@ MG_HD constexpr X from_table(const Table& t) {
 
 template <class Op, class... Ts>
 MG_HD constexpr auto make_expr(Op op, Ts&&... ts) {
-  return assemble(op, expr_ref(std::forward<Ts>(ts))...);
+  return assemble(op, as_expr(std::forward<Ts>(ts))...);
 }
 
-// A number made a constant at Origin (Note [Constant origins] in static/plan.hpp); anything else
+// A number made a constant at Origin (Note [Constant origins] in expr.hpp); anything else
 // as as_expr.
 template <class Origin, class T>
-MG_HD constexpr decltype(auto) as_expr_from(const T& t) {
+MG_HD constexpr auto as_expr_from(const T& t) {
   if constexpr (std::is_arithmetic_v<T>) {
     return cst<T, Origin>{t};
   } else {
-    return expr_ref(t);
+    return as_expr(t);
   }
 }
 template <class Origin, class Op, class... X>
