@@ -144,16 +144,17 @@ MG_HD constexpr stored_t<A> store(const A& a) {
 // call in the source, once per instantiation of the function around it, is a new type). A copy of
 // such a value keeps its type, so `const auto inv = 1 / t;` used in three places is one type
 // three times, and planning can share it as it shares stateless subtrees (Note [Slot identity] in
-// static/plan.hpp), where before each occurrence was planned and stored apart: a reprojection
-// with a dozen named intermediate values was 920 slots for 79 distinct subexpressions.
+// static/plan.hpp). Planned and stored apart, each occurrence would be a slot of its own: a
+// reprojection with a dozen named intermediate values is 920 slots for 79 distinct
+// subexpressions.
 //
 // A type no longer fixes the value, though: a helper called twice with different numbers, or a
 // loop, runs one call in the source twice. So a subtree whose ops are stateless and whose state is
 // only such constants (shareable_v) is shared only where the values are checked to agree. A
 // shareable node whose tree repeats its stateful subexpressions (more than 2 n + 8 occurrences of
 // its n distinct stateful types; the smallest factor that keeps the reprojection's objects small)
-// stores, instead of its children, a table with one value per origin
-// below it (site_table), filled when the node is made; two different values for one origin set
+// stores, instead of its children, a table with one value per origin below it (site_table),
+// filled when the node is made; two different values for one origin set
 // its `conflict` flag, and the sweep that plans the node refuses it with an mg::error. Below such
 // a node every distinct subexpression is one slot (a context: make_plan_rows), and the table
 // bounds the object: a named value used n times costs its origins once, not n copies. Every other
@@ -326,9 +327,10 @@ MG_HD MG_INLINE constexpr decltype(auto) child(const node<Op, A...>& n) {
   }
 }
 
-// Two values of one origin: equal, bit for bit where they are floating-point numbers.
+// Two numbers equal bit for bit where they are float or double (a NaN equals itself, 0.0 is not
+// -0.0): two values of one origin, two traces of one loop step (scan_body.hpp).
 template <class T>
-MG_HD constexpr bool same_origin_value(const T& a, const T& b) {
+MG_HD constexpr bool same_number(const T& a, const T& b) {
   if constexpr (std::is_same_v<T, double>) {
     return std::bit_cast<unsigned long long>(a) == std::bit_cast<unsigned long long>(b);
   } else if constexpr (std::is_same_v<T, float>) {
@@ -385,7 +387,7 @@ MG_HD constexpr site_table<C...> gather_table(type_list<C...>, const X&... c) {
       if (!have) {
         v = y;
         have = true;
-      } else if (!same_origin_value(v, y)) {
+      } else if (!same_number(v, y)) {
         conflict = true;
       }
     };

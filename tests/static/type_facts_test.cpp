@@ -76,20 +76,29 @@ static_assert(std::is_same_v<decltype(x0{} > 0), mg::node<mg::gt_op, x0, mg::cst
 static_assert(std::is_same_v<decltype(mg::atan2(mg::tensor{}, 1.0)), mg::tensor>);
 static_assert(std::is_same_v<decltype(mg::tensor{} > 0.5), mg::tensor>);
 static_assert(std::is_same_v<decltype(mg::where(true, 1.0, 2.0)), double>);
-static_assert(std::is_same_v<decltype(mg::apply<plain_square>(x0{})),
-                             mg::node<plain_square, x0>>);
+static_assert(std::is_same_v<decltype(mg::apply<plain_square>(x0{})), mg::node<plain_square, x0>>);
 
 // Misuse does not compile (a requires-expression is only checked softly inside a template).
 template <class X>
-concept has_exp = requires(const X& x) { mg::exp(x); };
+concept has_exp = requires(const X& x) {
+  mg::exp(x);
+};
 template <class A, class B>
-concept addable = requires(const A& a, const B& b) { a + b; };
+concept addable = requires(const A& a, const B& b) {
+  a + b;
+};
 template <class A, class B>
-concept has_maximum = requires(const A& a, const B& b) { mg::maximum(a, b); };
+concept has_maximum = requires(const A& a, const B& b) {
+  mg::maximum(a, b);
+};
 template <class X, class P>
-concept has_pow = requires(const X& x, const P& p) { mg::pow(x, p); };
+concept has_pow = requires(const X& x, const P& p) {
+  mg::pow(x, p);
+};
 template <class X, class L>
-concept has_clamp = requires(const X& x, const L& l) { mg::clamp(x, l, 1.0); };
+concept has_clamp = requires(const X& x, const L& l) {
+  mg::clamp(x, l, 1.0);
+};
 
 static_assert(has_exp<double> && has_exp<mg::tensor> && has_exp<x0>);
 static_assert(!has_exp<std::string>, "not an operand");

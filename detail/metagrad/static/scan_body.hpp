@@ -147,8 +147,10 @@ template <class T>
 bool same_constant(const T& a, const T& b) {
   if constexpr (std::is_empty_v<T>) {
     return true;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return same_number(a, b);
   } else if constexpr (std::is_arithmetic_v<T>) {
-    return std::memcmp(&a, &b, sizeof(T)) == 0;
+    return a == b;
   } else if constexpr (requires {
                          a.shape();
                          a.begin();
