@@ -102,6 +102,51 @@ TEST(StaticTransforms, JacobianRowsAreGradients) {
   EXPECT_TRUE(near_rel(dy, central_difference<1>(f, at), 1e-7));
 }
 
+// Note [One forward for a Jacobian]: the values share one forward sweep, and each row's reverse
+// sweep reaches only what its value reads: a constant value, an argument as a value, one
+// expression twice, values reading different arguments.
+TEST(StaticTransforms, JacobianValuesShareOneForward) {
+  const auto h = [](auto x, auto y, auto z) {
+    const auto u = sin(x * y);
+    return std::tuple{u * z, u / x, 2.0, y, u * z, exp(z)};
+  };
+  const double x = 0.9, y = -0.6, z = 1.7, u = std::sin(x * y), c = std::cos(x * y);
+  const auto [j0, j1, j2, j3, j4, j5] = mg::jacobian(h)(x, y, z);
+  const auto expect_row = [](const auto& row, double dx, double dy, double dz) {
+    EXPECT_TRUE(near_rel(std::get<0>(row), dx, 1e-15));
+    EXPECT_TRUE(near_rel(std::get<1>(row), dy, 1e-15));
+    EXPECT_TRUE(near_rel(std::get<2>(row), dz, 1e-15));
+  };
+  expect_row(j0, z * y * c, z * x * c, u);
+  expect_row(j1, (x * y * c - u) / (x * x), c, 0.0);
+  expect_row(j2, 0.0, 0.0, 0.0);
+  expect_row(j3, 0.0, 1.0, 0.0);
+  expect_row(j4, z * y * c, z * x * c, u);
+  expect_row(j5, 0.0, 0.0, std::exp(z));
+  const auto h1 = [&](auto... a) { return std::get<1>(h(a...)); };
+  EXPECT_TRUE(near_rel(std::get<0>(j1), central_difference<0>(h1, std::tuple{x, y, z}), 1e-7));
+  // one argument: each row is a bare number
+  const auto [dc, ds] = mg::jacobian([](auto t) { return std::pair{cos(t), sin(t) * t}; })(0.3);
+  EXPECT_TRUE(near_rel(dc, -std::sin(0.3), 1e-15));
+  EXPECT_TRUE(near_rel(ds, std::cos(0.3) * 0.3 + std::sin(0.3), 1e-15));
+}
+
+// A Jacobian inside a traced function: its rows are expressions, and grad differentiates them.
+TEST(StaticTransforms, JacobianInsideGrad) {
+  const auto s = [](auto x, auto y) {
+    const auto inner = [](auto a, auto b) { return std::tuple{a * sin(b), exp(a * b)}; };
+    const auto [r0, r1] = mg::jacobian(inner)(x, y);
+    return std::get<0>(r0) * std::get<1>(r1) + std::get<1>(r0);
+  };
+  const auto p = std::tuple{0.4, 1.1};
+  // s = sin(y) a exp(xy) + x cos(y), with a = x
+  EXPECT_TRUE(near_rel(std::apply(s, p), std::sin(1.1) * 0.4 * std::exp(0.44) + 0.4 * std::cos(1.1),
+                       1e-15));
+  const auto [dx, dy] = std::apply(mg::grad(s), p);
+  EXPECT_TRUE(near_rel(dx, central_difference<0>(s, p), 1e-7));
+  EXPECT_TRUE(near_rel(dy, central_difference<1>(s, p), 1e-7));
+}
+
 TEST(StaticTransforms, HessianMatrix) {
   const auto [hx, hy] = std::apply(mg::hessian(f), at);
   const auto gx = [](auto... a) { return mg::grad<0>(f)(a...); };

@@ -131,7 +131,7 @@ constexpr auto jvp_one(const F& f, const std::tuple<X...>& x, const std::tuple<V
   const tuple<X...> a{{std::get<I>(x)}...};
   const tuple<V...> t{{std::get<I>(v)}...};
   using R =
-      typename sweep_types<E, tuple<X...>, plain_policy, int>::template val_t<plan_v<E>.nslots - 1>;
+      typename value_types<E, tuple<X...>, plain_policy>::template val_t<plan_v<E>.nslots - 1>;
   sweep<E, tuple<X...>, plain_policy, R> s(e, a);
   s.forward();
   return std::pair{s.result(), s.tangent(t)};
@@ -170,14 +170,102 @@ struct hessian_transform {
   }
 };
 
-// mg::jacobian's function: on numbers a grad per value of f, on arrays forward mode.
+// Note [One forward for a Jacobian]: mg::jacobian of a function of numbers with m values traces
+// it once and makes its values the children of one root node (rows_op), so that the planner sees
+// one DAG and what the values share is one slot. One forward sweep computes it; then row k's
+// reverse sweep starts from the seed row_seed<k>, with which the root sends 1 to value k and
+// nothing to the others: a subexpression that only other values read runs no backward (Note [No
+// gradient] in static/sweep.hpp). The m reverse sweeps read the one forward's values, and inline
+// into one body with it, so the compiler computes each local derivative once for all rows (the
+// bundle-adjustment Jacobian in benchmarks/ba.cpp: its 2 rows share rotation and projection).
+template <std::size_t k>
+struct row_seed {};
+
+struct rows_op {
+  static constexpr const char* name = "rows";
+  // (the root's value is not read: value k is child k's slot)
+  template <class A, class... B>
+  MG_HD static constexpr A forward(const A& a, const B&...) {
+    return a;
+  }
+  // backward(value_0, ..., value_{m-1}, output, row_seed<k>)
+  template <class... V>
+  MG_HD static constexpr auto backward(const V&... v) {
+    constexpr std::size_t m = sizeof...(V) - 2;
+    const auto all = std::forward_as_tuple(v...);
+    using S = std::remove_cvref_t<std::tuple_element_t<m + 1, std::tuple<V...>>>;
+    return [&]<std::size_t... j>(std::index_sequence<j...>) {
+      return grads{row_component<j>(std::get<j>(all), S{})...};
+    }
+    (std::make_index_sequence<m>{});
+  }
+  template <std::size_t j, class A, std::size_t k>
+  MG_HD static constexpr auto row_component(const A& a, row_seed<k>) {
+    if constexpr (j == k) {
+      return one_like(a);
+    } else {
+      return no_grad{};
+    }
+  }
+};
+
+// Can f's values (traced with N arguments) be the children of rows_op: expressions or numbers?
+template <class F, std::size_t N>
+constexpr bool rows_of_numbers() {
+  using R = std::remove_cvref_t<decltype(traced_result<F>(std::make_index_sequence<N>{}))>;
+  return []<std::size_t... k>(std::index_sequence<k...>) {
+    return ((Expr<std::tuple_element_t<k, R>> ||
+             std::is_arithmetic_v<std::remove_cvref_t<std::tuple_element_t<k, R>>>)&&...);
+  }
+  (std::make_index_sequence<std::tuple_size_v<R>>{});
+}
+
+// Row k of the Jacobian: the reverse sweep from row_seed<k> over the values `first` computed.
+template <std::size_t k, class E, class Args, class First, class... X>
+MG_INLINE constexpr auto jacobian_row(const Args& a, First& first, const X&...) {
+  const auto grads_of = [&](auto& s) MG_LAMBDA_INLINE {
+    s.backward(row_seed<k>{});
+    return [&]<std::size_t... i>(std::index_sequence<i...>) MG_LAMBDA_INLINE {
+      return bare_or_tuple(std::tuple{
+          as_arg_type<X>(s.template gradient<i>(row_seed<k>{}, zero_like(at<i>(a))))...});
+    }
+    (std::index_sequence_for<X...>{});
+  };
+  if constexpr (k == 0) {
+    return grads_of(first);
+  } else {
+    sweep<E, Args, plain_policy, row_seed<k>, all_args, true> s(first);
+    return grads_of(s);
+  }
+}
+
+template <class F, class... X>
+MG_INLINE constexpr auto jacobian_rows(const F& f, const X&... x) {
+  constexpr std::size_t m = result_count<F, sizeof...(X)>();
+  const auto e = [&]<std::size_t... i>(std::index_sequence<i...>) MG_LAMBDA_INLINE {
+    return std::apply([](const auto&... v) { return make_expr(rows_op{}, v...); }, f(arg<i>{}...));
+  }
+  (std::index_sequence_for<X...>{});
+  using E = std::remove_cvref_t<decltype(e)>;
+  using Args = tuple<X...>;
+  const Args a{{x}...};
+  sweep<E, Args, plain_policy, row_seed<0>> first(e, a);
+  first.forward();
+  return [&]<std::size_t... k>(std::index_sequence<k...>) MG_LAMBDA_INLINE {
+    return std::tuple{jacobian_row<k, E>(a, first, x...)...};
+  }
+  (std::make_index_sequence<m>{});
+}
+
+// mg::jacobian's function: on numbers one forward sweep and a reverse sweep per value of f (Note
+// [One forward for a Jacobian]), on arrays forward mode.
 template <class F>
 struct jacobian_transform {
   static constexpr bool mg_transform = true;
   using mg_inner = F;
   F f;
   template <class... X>
-  constexpr auto operator()(const X&... x) const {
+  MG_INLINE constexpr auto operator()(const X&... x) const {
     using Family = typename refine_family<evaluator_family_t<X...>, F, sizeof...(X)>::type;
     if constexpr (TangentFamily<Family>) {
       return evaluator<Family>::jacobian(f, x...);
@@ -185,6 +273,8 @@ struct jacobian_transform {
       constexpr std::size_t m = result_count<F, sizeof...(x)>();
       if constexpr (!returns_tuple_v<F, sizeof...(x)>) {
         return grad_only<F>{{f, false}}(x...);
+      } else if constexpr (rows_of_numbers<F, sizeof...(x)>()) {
+        return jacobian_rows(f, x...);
       } else {
         return [&]<std::size_t... K>(std::index_sequence<K...>) {
           return std::tuple{grad_only<component_of<K, F>>{{component_of<K, F>{f}, false}}(x...)...};

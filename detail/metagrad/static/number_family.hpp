@@ -43,8 +43,8 @@ struct evaluator<number_family> {
     using E = traced_t<F, sizeof...(A)>;
     const E e = trace(f, std::index_sequence_for<A...>{});
     const tuple<A...> a{{args}...};
-    using V = typename sweep_types<E, tuple<A...>, plain_policy,
-                                   int>::template val_t<plan_v<E>.nslots - 1>;
+    using V =
+        typename value_types<E, tuple<A...>, plain_policy>::template val_t<plan_v<E>.nslots - 1>;
     using Seed = decltype(seed_of(std::declval<const V&>()));
     sweep<E, tuple<A...>, plain_policy, Seed> s(e, a);
     s.forward();

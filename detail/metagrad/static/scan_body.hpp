@@ -300,7 +300,7 @@ inline constexpr bool all_numbers_v = (std::is_arithmetic_v<std::remove_cvref_t<
 template <class E, class... V>
 struct plain_eval {
   using Args = tuple<V...>;
-  using R = typename sweep_types<E, Args, plain_policy, int>::template val_t<plan_v<E>.nslots - 1>;
+  using R = typename value_types<E, Args, plain_policy>::template val_t<plan_v<E>.nslots - 1>;
   using S = sweep<E, Args, plain_policy, R>;
 };
 

@@ -241,6 +241,39 @@ constexpr auto wanted_slots() {
 template <class E, class Wanted>
 inline constexpr auto wanted_v = wanted_slots<E, Wanted>();
 
+// The value types of a sweep's slots: val_t<s> is slot s's (leaves: the argument or constant
+// type). They do not depend on the seed, so that the sweeps of one expression with different seeds
+// (a Jacobian's rows: Note [One forward for a Jacobian] in static/evaluator.hpp) share them.
+template <class E, class Args, class Policy>
+struct value_types {
+  static constexpr auto& d = plan_v<E>;
+  template <std::size_t s>
+  using expr_of = slot_expr_t<E, s>;
+  template <std::size_t s, class X = expr_of<s>>
+  struct val;
+  template <std::size_t s, std::size_t I>
+  struct val<s, arg<I>> {
+    using type = std::remove_cvref_t<decltype(at<I>(std::declval<const Args&>()))>;
+  };
+  // A constant with an origin stays that constant in a traced sweep (grad of grad), so that the
+  // gradient's expression keeps its origins (Note [Constant origins]).
+  static constexpr bool traced = traced_args_v<Args>;
+  template <std::size_t s, class T, class O>
+  struct val<s, cst<T, O>> {
+    using type = std::conditional_t<traced && sited_v<cst<T, O>>, cst<T, O>,
+                                    typename constant_value<T>::type>;
+  };
+  template <std::size_t s, class Op, class... A>
+  struct val<s, node<Op, A...>> {
+    template <std::size_t... j>
+    static auto f(std::index_sequence<j...>) -> decltype(Policy::template keep<Op>(call(
+        std::declval<const Op&>(), std::declval<const typename val<d.child[s][j]>::type&>()...)));
+    using type = std::remove_cvref_t<decltype(f(std::index_sequence_for<A...>{}))>;
+  };
+  template <std::size_t s>
+  using val_t = typename val<s>::type;
+};
+
 template <class E, class Args, class Policy, class Seed, class Wanted = all_args>
 struct sweep_types {
   static constexpr auto& d = plan_v<E>;
@@ -274,31 +307,9 @@ struct sweep_types {
 
   template <std::size_t s>
   using expr_of = slot_expr_t<E, s>;
-
-  // val<s>: the type of slot s's value (leaves: the argument or constant type).
-  template <std::size_t s, class X = expr_of<s>>
-  struct val;
-  template <std::size_t s, std::size_t I>
-  struct val<s, arg<I>> {
-    using type = std::remove_cvref_t<decltype(at<I>(std::declval<const Args&>()))>;
-  };
-  // A constant with an origin stays that constant in a traced sweep (grad of grad), so that the
-  // gradient's expression keeps its origins (Note [Constant origins]).
   static constexpr bool traced = traced_args_v<Args>;
-  template <std::size_t s, class T, class O>
-  struct val<s, cst<T, O>> {
-    using type = std::conditional_t<traced && sited_v<cst<T, O>>, cst<T, O>,
-                                    typename constant_value<T>::type>;
-  };
-  template <std::size_t s, class Op, class... A>
-  struct val<s, node<Op, A...>> {
-    template <std::size_t... j>
-    static auto f(std::index_sequence<j...>) -> decltype(Policy::template keep<Op>(call(
-        std::declval<const Op&>(), std::declval<const typename val<d.child[s][j]>::type&>()...)));
-    using type = std::remove_cvref_t<decltype(f(std::index_sequence_for<A...>{}))>;
-  };
   template <std::size_t s>
-  using val_t = typename val<s>::type;
+  using val_t = typename value_types<E, Args, Policy>::template val_t<s>;
 
   template <std::size_t s, bool>
   struct adj_inner;
@@ -365,7 +376,10 @@ struct sweep_types {
   using stored_val_t = std::conditional_t<(d.nchild[s] == 0), no_value, val_t<s>>;
 };
 
-template <class E, class Args, class Policy, class Seed, class Wanted = all_args>
+// Borrows: the sweep reads the values of another sweep's forward() (its own forward() is not
+// to be called).
+template <class E, class Args, class Policy, class Seed, class Wanted = all_args,
+          bool Borrows = false>
 class sweep {
   using T = sweep_types<E, Args, Policy, Seed, Wanted>;
   // plan_v<E> is named directly, never through a reference member: Note [nvcc host constants]
@@ -381,15 +395,26 @@ class sweep {
   };
   using slots = std::make_index_sequence<N>;
 
+  template <class, class, class, class, class, bool>
+  friend class sweep;
+
   const E& e_;
   const Args& args_;
-  typename storage<slots>::vals vals_;
+  std::conditional_t<Borrows, const typename storage<slots>::vals&, typename storage<slots>::vals>
+      vals_;
   typename storage<slots>::bwds bwds_;
 
  public:
   MG_HD MG_INLINE constexpr sweep(const E& e, const Args& args) : e_(e), args_(args) {
     check_origins(e);
   }
+  // A sweep of the same expression and arguments with another seed type, reading the values that
+  // `from`'s forward() computed: its backward() needs no forward of its own (Note [One forward
+  // for a Jacobian] in static/evaluator.hpp).
+  template <class OtherSeed>
+  requires Borrows MG_HD
+      MG_INLINE constexpr sweep(const sweep<E, Args, Policy, OtherSeed, Wanted>& from)
+      : e_(from.e_), args_(from.args_), vals_(from.vals_) {}
 
   // The value of slot s: a reference to the argument or constant for leaves (a number for
   // cst<known<V>>).

@@ -156,9 +156,9 @@ struct array_fused : array_general {
 
   // A sweep of an expression over numbers only: a hoisted subexpression, the epilogue's outer.
   template <class X, class Numbers>
-  using number_sweep = sweep<
-      X, Numbers, plain_policy,
-      typename sweep_types<X, Numbers, plain_policy, int>::template val_t<plan_v<X>.nslots - 1>>;
+  using number_sweep =
+      sweep<X, Numbers, plain_policy,
+            typename value_types<X, Numbers, plain_policy>::template val_t<plan_v<X>.nslots - 1>>;
   // grads_out[j] += adjoint * d x / d(argument I_j) for the number arguments among I..., from
   // the hoisted subexpression's sweep s (forward already run).
   template <std::size_t... I, class G, class S, class Numbers, class T>

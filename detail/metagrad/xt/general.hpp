@@ -227,8 +227,7 @@ struct array_general {
     using E = std::remove_cvref_t<decltype(e)>;
     using Args = tuple<const A&...>;
     const Args a = std::apply([](const A&... x) { return Args{{x}...}; }, args);
-    using Root =
-        typename sweep_types<E, Args, xt_policy, int>::template val_t<plan_v<E>.nslots - 1>;
+    using Root = typename value_types<E, Args, xt_policy>::template val_t<plan_v<E>.nslots - 1>;
     using Seed = std::conditional_t<std::is_arithmetic_v<Root>, Root, work_array<T>>;
     sweep<E, Args, xt_policy, Seed, wanted_args<I...>> s(e, a);
     s.forward();
