@@ -97,17 +97,20 @@ void append_text(std::string& s, const E& e, text_names t) {
 }
 
 // A loop node (Note [Scan]): `repeat<N>(s0 -> step; s0 = initial)`, and `[J]` for component J
-// of a state of several values.
+// of a state of several values. A loop with per-step inputs (Note [Per-step inputs]) names the
+// step's row after its state: `repeat<N>(s0, r0 -> step; s0 = initial)`.
 template <class Op, class... A>
 void append_loop_text(std::string& s, const node<Op, A...>& n, text_names t) {
   constexpr std::size_t K = Op::ncaps, M = Op::nstate;
-  std::vector<std::string> inner(K + M);
+  constexpr bool with_row = decltype(n.op.rows)::present;
+  std::vector<std::string> inner(K + M + with_row);
   [&]<std::size_t... c>(std::index_sequence<c...>) {
     ((c < K ? append_text(inner[c], child<c>(n), t) : void()), ...);
   }
   (std::index_sequence_for<A...>{});
   for (std::size_t j = 0; j < M; ++j)
     inner[K + j] = static_cast<char>('s' + t.depth % 8) + std::to_string(j);
+  if (with_row) inner[K + M] = static_cast<char>('r' + t.depth % 8) + std::string("0");
   const text_names body_names{&inner, t.depth + 1};
   auto list = [&](auto&& item) {
     if (M > 1) s += '(';
@@ -119,6 +122,7 @@ void append_loop_text(std::string& s, const node<Op, A...>& n, text_names t) {
   };
   s += "repeat<" + std::to_string(Op::steps) + ">(";
   list([&](std::size_t j) { s += inner[K + j]; });
+  if (with_row) s += ", " + inner[K + M];
   s += " -> ";
   if (M > 1) s += '(';
   [&]<std::size_t... j>(std::index_sequence<j...>) {

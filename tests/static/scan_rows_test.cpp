@@ -129,6 +129,48 @@ TEST(StaticScanRows, ArrayRowsAndAnArrayState) {
   EXPECT_NEAR(double(mg::value_and_grad(f)(w, 0.4).first), by_hand, 1e-14);
 }
 
+// An LSTM-like state over array rows: each layer's (hidden, cell) pair nested before a running
+// total, the step's row read as its second parameter and kept in the state. The loop node against
+// the unrolled loop and a loop by hand; the text names the row.
+TEST(StaticScanRows, ANestedStateOverArrayRows) {
+  const xt::xtensor<double, 2> seq = {{1.0, 2.0, 3.0}, {0.3, -0.2, 0.1}, {-0.5, 0.4, 0.8}};
+  const xt::xtensor<double, 1> h0 = {0.5, -1.0, 2.0};
+  auto loop = [&]<mg::unroll U>(std::integral_constant<mg::unroll, U>) {
+    return [&](auto w) {
+      auto step = [&](const auto& s, const auto& r) {
+        const auto& [hc, x, t] = s;
+        const auto& [h, c] = hc;
+        const auto h2 = tanh(h * w + c + x);
+        return std::tuple{std::pair{h2, c * r}, r, t + mg::sum(h2)};
+      };
+      return std::get<2>(mg::repeat<3, U>(step, std::tuple{std::pair{h0, h0}, h0, 0.0}, seq));
+    };
+  };
+  const auto node = loop(std::integral_constant<mg::unroll, mg::unroll::never>{});
+  const auto unrolled = loop(std::integral_constant<mg::unroll, mg::unroll::always>{});
+  const xt::xtensor<double, 1> w = {0.9, -0.4, 0.05};
+  double by_hand = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    double h = h0(i), c = h0(i), x = h0(i);
+    for (std::size_t k = 0; k < 3; ++k) {
+      h = std::tanh(h * w(i) + c + x);
+      c *= seq(k, i);
+      x = seq(k, i);
+      by_hand += h;
+    }
+  }
+  const auto [v, g] = mg::value_and_grad(node)(w);
+  EXPECT_NEAR(double(v), by_hand, 1e-14);
+  const auto [uv, ug] = mg::value_and_grad(unrolled)(w);
+  EXPECT_NEAR(double(uv), by_hand, 1e-14);
+  EXPECT_LT(double(xt::amax(xt::abs(g - ug))()), 1e-14);
+  mg_test::check_xt(node, w);
+  EXPECT_EQ(
+      mg::to_string(mg::trace<1>(node)),
+      "repeat<3>((s0, s1, s2, s3), r0 -> (tanh(s0 * x0 + s1 + s2), s1 * r0, r0, s3 + "
+      "sum(tanh(s0 * x0 + s1 + s2))); s0 = array[3], s1 = array[3], s2 = array[3], s3 = 0)[3]");
+}
+
 TEST(StaticScanRows, RowsMustBeOnePerStep) {
   const std::string e = mg_test::error_of([] {
     (void)mg::grad([](auto w) {

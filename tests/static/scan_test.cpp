@@ -248,6 +248,21 @@ TEST(StaticScan, ANestedTupleState) {
   check_three_value_loop(f);
 }
 
+// The nesting the other way round: a pair of two values before a third. Each component is read
+// from its own place (a value after a nested pair once read the pair's second value).
+TEST(StaticScan, ANestedPairBeforeAValue) {
+  auto f = [](auto a, auto b) {
+    auto step = [&](const auto& s) {
+      const auto& [xy, z] = s;
+      const auto& [x, y] = xy;
+      return std::tuple{std::pair{x + 0.1 * y * a, y - 0.1 * z}, z + 0.1 * sin(x) * b};
+    };
+    const auto [xy, z] = mg::repeat<20>(step, std::tuple{std::pair{a, b}, 0.0});
+    return xy.first * xy.second + z;
+  };
+  check_three_value_loop(f);
+}
+
 // A step that advances a captured counter to read its data (a row per step, as an LSTM reads its
 // inputs) reads other values at every call: traced once, it would run its first step's data N
 // times. It is an mg::error naming the cause and the fixes; unrolled, it is right.

@@ -60,10 +60,10 @@ constexpr std::size_t state_size() {
 template <class T>
 constexpr std::pair<std::size_t, std::size_t> locate_component(std::size_t j) {
   std::size_t element = 0, before = 0;
+  bool found = false;  // (past the element that holds j, nothing moves)
   [&]<std::size_t... i>(std::index_sequence<i...>) {
-    ((j >= before + state_size<std::tuple_element_t<i, T>>()
-          ? void((before += state_size<std::tuple_element_t<i, T>>(), ++element))
-          : void()),
+    ((found = found || j < before + state_size<std::tuple_element_t<i, T>>(),
+      found ? void() : void((before += state_size<std::tuple_element_t<i, T>>(), ++element))),
      ...);
   }
   (std::make_index_sequence<std::tuple_size_v<T>>{});
