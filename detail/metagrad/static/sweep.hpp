@@ -290,12 +290,22 @@ struct sweep_types {
     for (std::size_t k = 0; k < n; ++k) wanted[k] = wanted_v<E, Wanted>[plan_v<E>.child[p][k]];
     return read_mask_for<Op>(wanted);
   }
+  // Does node p's backward read its value at position j? (32 bits: gradient_reads; a position
+  // past them is read.)
+  template <std::size_t p, class Op, std::size_t j>
+  static constexpr bool reads() {
+    if constexpr (j < 32) {
+      return (read_mask<p, Op>() >> j) & 1u;
+    } else {
+      return true;
+    }
+  }
   // Value v as node p's backward receives it at position j: itself, or the policy's stand-in
   // when nothing that is wanted reads it.
   template <std::size_t p, class Op, std::size_t j, class V>
   MG_HD MG_INLINE static constexpr decltype(auto) pass(const V& v) {
     if constexpr (requires { Policy::unread(v); }) {
-      if constexpr (j < 32 && !((read_mask<p, Op>() >> j) & 1u)) {  // 32 bits: gradient_reads
+      if constexpr (!reads<p, Op, j>()) {
         return Policy::unread(v);
       } else {
         return (v);
