@@ -73,11 +73,22 @@ template <class T>
 MG_HD MG_INLINE constexpr adj_term<T> make_term(T&& v) {
   return {std::move(v)};
 }
+// Does an adjoint of type T add its uses' contributions in place rather than as a lazy sum? For
+// an array that owns its elements (xt/algebra.hpp says so for the pooled arrays): a lazy sum of a
+// slot's many uses nests one expression type per use, whose shape bookkeeping costs more than the
+// additions on small arrays, and whose depth exceeds the compiler's template depth past a few
+// hundred uses.
+template <class T>
+inline constexpr bool adds_in_place_v = false;
+
 template <class A, class B>
 MG_HD MG_INLINE constexpr auto operator+(adj_term<A>&& a, adj_term<B>&& b) {
   if constexpr (std::is_same_v<A, no_grad>) {
     return std::move(b);
   } else if constexpr (std::is_same_v<B, no_grad>) {
+    return std::move(a);
+  } else if constexpr (adds_in_place_v<A> && std::is_same_v<A, B>) {
+    a.v += b.v;
     return std::move(a);
   } else {
     return make_term(std::move(a.v) + std::move(b.v));

@@ -539,6 +539,11 @@ struct backward_result {
   static constexpr const char* name = "backward";
 };
 
+// The adjoint terms of xt_policy are pooled arrays of the slot's shape, each its own (reduce_like
+// makes or hands over one): the sweep adds them in place (static/sweep.hpp).
+template <class T>
+inline constexpr bool adds_in_place_v<work_array<T>> = true;
+
 // Static-engine policy for xtensor values: every slot is materialised once (so shared
 // subexpressions and the values backward needs are computed once), and broadcast gradients
 // are summed back to their input's shape.
