@@ -69,6 +69,20 @@ dims slot_dims(const std::array<dims, N>& r, const std::array<dims, K>& in) {
 }
 template <class Inner, std::size_t K>
 dims region_dims(const Inner&, const std::array<dims, K>& in) {
+  // the common case first: the array inputs have one shape (numbers aside), which is then the
+  // region's, and no op can fail to broadcast
+  const dims* common = nullptr;
+  bool one_shape = true;
+  for (const dims& d : in) {
+    if (d.empty()) continue;
+    if (!common) {
+      common = &d;
+    } else if (*common != d) {
+      one_shape = false;
+      break;
+    }
+  }
+  if (one_shape) return common ? *common : dims{};
   constexpr std::size_t N = plan_v<Inner>.nslots;
   std::array<dims, N> r;
   [&]<std::size_t... s>(std::index_sequence<s...>) { ((r[s] = slot_dims<Inner, s>(r, in)), ...); }
