@@ -298,28 +298,22 @@ int compare() {
   // central differences of the hand-written loss
   double worst = 0, scale = 0;
   instance& in = const_cast<instance&>(data());
-  for (std::size_t k = 0; k < in.main.size(); k += 7) {
-    const double v = in.main.data()[k], step = 1e-6;
-    hand_runner p;
-    in.main.data()[k] = v + step;
-    const double up = p.run();
-    in.main.data()[k] = v - step;
-    const double down = p.run();
-    in.main.data()[k] = v;
-    worst = std::max(worst, std::abs((up - down) / (2 * step) - h.out.dmain.data()[k]));
-    scale = std::max(scale, std::abs(h.out.dmain.data()[k]));
-  }
-  for (std::size_t k = 0; k < in.extra.size(); k += 3) {
-    const double v = in.extra.data()[k], step = 1e-6;
-    hand_runner p;
-    in.extra.data()[k] = v + step;
-    const double up = p.run();
-    in.extra.data()[k] = v - step;
-    const double down = p.run();
-    in.extra.data()[k] = v;
-    worst = std::max(worst, std::abs((up - down) / (2 * step) - h.out.dextra.data()[k]));
-    scale = std::max(scale, std::abs(h.out.dextra.data()[k]));
-  }
+  // every `stride`-th entry of one parameter array against its hand-written gradient
+  const auto check = [&](mat& param, const mat& grad, std::size_t stride) {
+    for (std::size_t k = 0; k < param.size(); k += stride) {
+      const double v = param.data()[k], step = 1e-6;
+      hand_runner p;
+      param.data()[k] = v + step;
+      const double up = p.run();
+      param.data()[k] = v - step;
+      const double down = p.run();
+      param.data()[k] = v;
+      worst = std::max(worst, std::abs((up - down) / (2 * step) - grad.data()[k]));
+      scale = std::max(scale, std::abs(grad.data()[k]));
+    }
+  };
+  check(in.main, h.out.dmain, 7);
+  check(in.extra, h.out.dextra, 3);
   std::printf("hand - central differences: %.3g (largest entry %.3g)\n", worst, scale);
   return 0;
 }
