@@ -221,20 +221,19 @@ constexpr bool rows_of_numbers() {
 }
 
 // Row k of the Jacobian: the reverse sweep from row_seed<k> over the values `first` computed.
-template <std::size_t k, class E, class Args, class First, class... X>
-MG_INLINE constexpr auto jacobian_row(const Args& a, First& first, const X&...) {
+template <std::size_t k, class E, class... X, class First>
+MG_INLINE constexpr auto jacobian_row(const tuple<X...>& a, First& first) {
   const auto grads_of = [&](auto& s) MG_LAMBDA_INLINE {
     s.backward(row_seed<k>{});
     return [&]<std::size_t... i>(std::index_sequence<i...>) MG_LAMBDA_INLINE {
-      return bare_or_tuple(std::tuple{
-          as_arg_type<X>(s.template gradient<i>(row_seed<k>{}, zero_like(at<i>(a))))...});
+      return bare_or_tuple(arg_gradients<i...>(s, row_seed<k>{}, a));
     }
     (std::index_sequence_for<X...>{});
   };
   if constexpr (k == 0) {
     return grads_of(first);
   } else {
-    sweep<E, Args, plain_policy, row_seed<k>, all_args, true> s(first);
+    sweep<E, tuple<X...>, plain_policy, row_seed<k>, all_args, true> s(first);
     return grads_of(s);
   }
 }
@@ -252,7 +251,7 @@ MG_INLINE constexpr auto jacobian_rows(const F& f, const X&... x) {
   sweep<E, Args, plain_policy, row_seed<0>> first(e, a);
   first.forward();
   return [&]<std::size_t... k>(std::index_sequence<k...>) MG_LAMBDA_INLINE {
-    return std::tuple{jacobian_row<k, E>(a, first, x...)...};
+    return std::tuple{jacobian_row<k, E>(a, first)...};
   }
   (std::make_index_sequence<m>{});
 }

@@ -29,6 +29,15 @@ struct refine_family<number_family, F, N> {
   using type = typename constants_family<traced_t<typename innermost<F>::type, N>>::type;
 };
 
+// The gradients of the arguments I... (of types A...) after sweep s's backward(seed), each in its
+// argument's type (0 for an argument the expression does not use).
+template <std::size_t... I, class S, class Seed, class... A>
+MG_INLINE constexpr auto arg_gradients(const S& s, const Seed& seed, const tuple<A...>& a) {
+  using Args = std::tuple<A...>;
+  return std::tuple{as_arg_type<std::tuple_element_t<I, Args>>(
+      s.template gradient<I>(seed, zero_like(at<I>(a))))...};
+}
+
 template <>
 struct evaluator<number_family> {
   template <std::size_t... I, class F, class... A>
@@ -50,9 +59,7 @@ struct evaluator<number_family> {
     s.forward();
     const Seed seed = seed_of(s.result());
     s.backward(seed);
-    using Args = std::tuple<A...>;
-    return std::pair{s.result(), std::tuple{as_arg_type<std::tuple_element_t<I, Args>>(
-                                     s.template gradient<I>(seed, zero_like(at<I>(a))))...}};
+    return std::pair{s.result(), arg_gradients<I...>(s, seed, a)};
   }
 };
 
