@@ -31,10 +31,10 @@ struct refine_family<number_family, F, N> {
 
 // The gradients of the arguments I... (of types A...) after sweep s's backward(seed), each in its
 // argument's type (0 for an argument the expression does not use).
-template <std::size_t... I, class S, class Seed, class... A>
-MG_INLINE constexpr auto arg_gradients(const S& s, const Seed& seed, const tuple<A...>& a) {
-  using Args = std::tuple<A...>;
-  return std::tuple{as_arg_type<std::tuple_element_t<I, Args>>(
+// (The arguments' tuple is deduced whole: nvcc cannot deduce A... through the tuple alias.)
+template <std::size_t... I, class S, class Seed, class Args>
+MG_INLINE constexpr auto arg_gradients(const S& s, const Seed& seed, const Args& a) {
+  return std::tuple{as_arg_type<std::remove_cvref_t<decltype(at<I>(a))>>(
       s.template gradient<I>(seed, zero_like(at<I>(a))))...};
 }
 
