@@ -18,6 +18,7 @@
 //   bench_lstm --check V N      version V (hand, static or runtime) N times, for callgrind
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -189,7 +190,7 @@ auto run_layers(const Cell& cell, const Layers& layers, const U& u) {
   if constexpr (k == l) {
     return std::pair{std::tuple{}, u};
   } else {
-    const auto hc = cell(k, std::get<k>(layers), u);
+    const auto hc = cell(std::integral_constant<std::size_t, k>{}, std::get<k>(layers), u);
     const auto [rest, top] = run_layers<k + 1>(cell, layers, hc.first);
     return std::pair{std::tuple_cat(std::make_tuple(hc), rest), top};
   }
@@ -200,24 +201,33 @@ auto run_layers(const Cell& cell, const Layers& layers, const U& u) {
 // running total.
 template <class Main, class Extra, class State, class Rows>
 auto lstm_objective(const Main& main, const Extra& extra, const State& init, const Rows& rows) {
-  const auto cell = [&](std::size_t k, const auto& hc, const auto& x) {
-    const auto w = mg::select(main, 0, std::int64_t(2 * k));
-    const auto bias = mg::select(main, 0, std::int64_t(2 * k + 1));
-    const auto gate = [&](std::int64_t g, const auto& v) {
-      return v * mg::slice(w, 0, g * b, (g + 1) * b) + mg::slice(bias, 0, g * b, (g + 1) * b);
+  // The rows and bounds are template arguments (mg::select<dim, index>, mg::slice<dim, start,
+  // end>): in the static engine each such read is then one value however often it occurs, and
+  // mg::repeat reads it once per call instead of at every step.
+  constexpr std::int64_t n = b;
+  const auto cell = [&](auto layer, const auto& hc, const auto& x) {
+    constexpr std::int64_t row = 2 * std::int64_t(decltype(layer)::value);
+    const auto w = mg::select<0, row>(main);
+    const auto bias = mg::select<0, row + 1>(main);
+    const auto gate = [&]<std::int64_t g>(std::integral_constant<std::int64_t, g>, const auto& v) {
+      return v * mg::slice<0, g * n, (g + 1) * n>(w) + mg::slice<0, g * n, (g + 1) * n>(bias);
     };
+    using forget_gate = std::integral_constant<std::int64_t, 0>;
+    using input_gate = std::integral_constant<std::int64_t, 1>;
+    using output_gate = std::integral_constant<std::int64_t, 2>;
+    using change_gate = std::integral_constant<std::int64_t, 3>;
     const auto& [h, cp] = hc;
-    const auto forget = mg::sigmoid(gate(0, x));
-    const auto ingate = mg::sigmoid(gate(1, h));
-    const auto outgate = mg::sigmoid(gate(2, x));
-    const auto change = mg::tanh(gate(3, h));
+    const auto forget = mg::sigmoid(gate(forget_gate{}, x));
+    const auto ingate = mg::sigmoid(gate(input_gate{}, h));
+    const auto outgate = mg::sigmoid(gate(output_gate{}, x));
+    const auto change = mg::tanh(gate(change_gate{}, h));
     const auto cn = cp * forget + ingate * change;
     return std::pair{outgate * mg::tanh(cn), cn};
   };
   const auto step = [&](const auto& s, const auto& target) {
     const auto& [layers, x, total] = s;
-    const auto [new_layers, top] = run_layers<0>(cell, layers, x * mg::select(extra, 0, 0));
-    const auto ypred = top * mg::select(extra, 0, 1) + mg::select(extra, 0, 2);
+    const auto [new_layers, top] = run_layers<0>(cell, layers, x * mg::select<0, 0>(extra));
+    const auto ypred = top * mg::select<0, 1>(extra) + mg::select<0, 2>(extra);
     return std::tuple{new_layers, target, total + mg::sum(target * (ypred - mg::logsumexp(ypred)))};
   };
   const auto final_state = mg::repeat<c - 1>(step, init, rows);

@@ -78,6 +78,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/static/plan.hpp
   detail/metagrad/static/scan.hpp
   detail/metagrad/static/scan_body.hpp
+  detail/metagrad/static/scan_hoist.hpp
   detail/metagrad/static/scan_rows.hpp
   detail/metagrad/static/sweep.hpp
   # xt: the xtensor evaluator

@@ -64,6 +64,14 @@ TEST(Indexing, SliceNegative) {
 TEST(Indexing, Select) {
   expect_ad([](auto x) { return mg::select(x * x, 1, -1) * 3; }, arrays);
 }
+// Note [Fixed indices]: the dimension and bounds as template arguments
+TEST(Indexing, FixedSlice) {
+  expect_ad([](auto x) { return mg::slice<1, 1, 4>(x * x) * 2; },
+            {.shapes = {{2, 5}}, .scalar = false});
+}
+TEST(Indexing, FixedSelect) {
+  expect_ad([](auto x) { return mg::select<1, -1>(x * x) * 3; }, arrays);
+}
 TEST(Indexing, IndexSelectRepeats) {
   expect_ad([](auto x) { return mg::index_select(x * x, 1, {2, 0, 2, 2}); }, arrays);
 }

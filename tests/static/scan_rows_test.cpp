@@ -4,6 +4,7 @@
 // and a std::vector) and on arrays (a 2-D xs, a state vector), traced as one node or unrolled.
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -178,4 +179,111 @@ TEST(StaticScanRows, RowsMustBeOnePerStep) {
     })(0.5);
   });
   EXPECT_NE(e.find("mg::repeat<5>: xs has 8 rows"), std::string::npos) << e;
+}
+
+// Note [Loop-invariant reads] (static/scan.hpp): the step's reads of the parameters alone (the
+// slices of a weight row below) run once per call, before the loop. Four gates slice one row with
+// run-time bounds: one type, four different values, so each occurrence is its own read. The same
+// cell with fixed bounds (Note [Fixed indices]) reads each slice once. Both against the unrolled
+// loop, a loop by hand and central differences.
+namespace {
+const xt::xtensor<double, 2> gate_seq = {
+    {0.5, -1.0}, {2.0, -0.5}, {0.0, -2.0}, {1.0, 0.5}, {-1.5, 0.3}};
+const xt::xtensor<double, 1> gate_h0 = {0.1, -0.2};
+
+// example-begin fixed_slice
+// The gates of an LSTM cell slice one parameter matrix p (row 0 the weights, row 1 the biases);
+// with fixed bounds each slice is one value however often the step's state values read it.
+template <std::int64_t g, class P, class V>
+auto fixed_gate(const P& p, const V& v) {
+  return v * mg::slice<0, 2 * g, 2 * g + 2>(mg::select<0, 0>(p)) +
+         mg::slice<0, 2 * g, 2 * g + 2>(mg::select<0, 1>(p));
+}
+// example-end fixed_slice
+
+// p: row 0 the gates' weights (4 x 2), row 1 their biases; the state (h, c) and a running total
+template <bool Fixed>
+auto gated_cell = [](auto p) {
+  const auto gate = [&]<std::int64_t g>(std::integral_constant<std::int64_t, g>, const auto& v) {
+    if constexpr (Fixed) {
+      return fixed_gate<g>(p, v);
+    } else {
+      return v * mg::slice(mg::select(p, 0, 0), 0, 2 * g, 2 * g + 2) +
+             mg::slice(mg::select(p, 0, 1), 0, 2 * g, 2 * g + 2);
+    }
+  };
+  auto step = [&](const auto& s, const auto& x) {
+    const auto& [hc, total] = s;
+    const auto& [h, c] = hc;
+    const auto f = mg::sigmoid(gate(std::integral_constant<std::int64_t, 0>{}, x));
+    const auto i = mg::sigmoid(gate(std::integral_constant<std::int64_t, 1>{}, h));
+    const auto o = mg::sigmoid(gate(std::integral_constant<std::int64_t, 2>{}, x));
+    const auto u = mg::tanh(gate(std::integral_constant<std::int64_t, 3>{}, h));
+    const auto cn = c * f + i * u;
+    const auto hn = o * mg::tanh(cn);
+    return std::tuple{std::pair{hn, cn}, total + mg::sum(hn * x)};
+  };
+  return std::get<1>(mg::repeat<5>(step, std::tuple{std::pair{gate_h0, gate_h0}, 0.0}, gate_seq));
+};
+
+double gated_by_hand(const xt::xtensor<double, 2>& p) {
+  const auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+  double total = 0;
+  for (std::size_t j = 0; j < 2; ++j) {
+    double h = gate_h0(j), c = gate_h0(j);
+    const auto a = [&](std::size_t g, double v) { return v * p(0, 2 * g + j) + p(1, 2 * g + j); };
+    for (std::size_t k = 0; k < 5; ++k) {
+      const double x = gate_seq(k, j);
+      const double cn = c * sig(a(0, x)) + sig(a(1, h)) * std::tanh(a(3, h));
+      h = sig(a(2, x)) * std::tanh(cn);
+      c = cn;
+      total += h * x;
+    }
+  }
+  return total;
+}
+}  // namespace
+
+TEST(StaticScanRows, GatesSlicedWithRunTimeBounds) {
+  const xt::xtensor<double, 2> p = {{0.3, -0.8, 1.1, 0.4, -0.6, 0.9, 0.2, -1.3},
+                                    {0.1, 0.5, -0.4, 0.7, 0.2, -0.3, 0.6, -0.1}};
+  const auto [v, g] = mg::value_and_grad(gated_cell<false>)(p);
+  EXPECT_NEAR(double(v), gated_by_hand(p), 1e-14);
+  (void)g;
+  mg_test::check_xt(gated_cell<false>, p);
+}
+
+TEST(StaticScanRows, GatesSlicedWithFixedBounds) {
+  const xt::xtensor<double, 2> p = {{0.3, -0.8, 1.1, 0.4, -0.6, 0.9, 0.2, -1.3},
+                                    {0.1, 0.5, -0.4, 0.7, 0.2, -0.3, 0.6, -0.1}};
+  const auto [v, g] = mg::value_and_grad(gated_cell<true>)(p);
+  EXPECT_NEAR(double(v), gated_by_hand(p), 1e-14);
+  const auto [rv, rg] = mg::value_and_grad(gated_cell<false>)(p);
+  EXPECT_NEAR(double(v), double(rv), 1e-15);
+  EXPECT_LT(double(xt::amax(xt::abs(g - rg))()), 1e-15);
+  mg_test::check_xt(gated_cell<true>, p);
+}
+
+// Invariants of other kinds: a parameter read bare, a function of one (exp(a), computed once), a
+// parameter that only the invariants read, and a captured constant among them.
+TEST(StaticScanRows, InvariantsReadBareOrThroughFunctions) {
+  const xt::xtensor<double, 1> scale = {0.5, 2.0};
+  auto f = [&](auto w, auto a) {
+    auto step = [&](const auto& s, const auto& x) {
+      const auto& [h, n] = s;
+      return std::pair{tanh(w * h + mg::exp(a) * x + scale * a), n + mg::sum(h * w)};
+    };
+    return mg::repeat<5>(step, std::pair{gate_h0, 0.0}, gate_seq).second;
+  };
+  const xt::xtensor<double, 1> w = {0.7, -1.1}, a = {-0.3, 0.2};
+  double by_hand = 0;
+  for (std::size_t j = 0; j < 2; ++j) {
+    double h = gate_h0(j);
+    for (std::size_t k = 0; k < 5; ++k) {
+      by_hand += h * w(j);
+      h = std::tanh(w(j) * h + std::exp(a(j)) * gate_seq(k, j) + scale(j) * a(j));
+    }
+  }
+  EXPECT_NEAR(double(mg::value_and_grad(f)(w, a).first), by_hand, 1e-14);
+  mg_test::check_xt(f, w, a);
 }

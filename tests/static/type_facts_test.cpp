@@ -26,6 +26,15 @@ static_assert(saves_of<mg::div_op>() == mg::saved::inputs);  // b, and a when b 
 static_assert(saves_of<mg::pow_elementwise_op>() == mg::saved::both);
 static_assert(saves_of<mg::where_op>() == mg::saved::inputs);
 
+// A slice with fixed bounds carries no run-time state, so its occurrences are one slot; one with
+// run-time bounds is planned per occurrence (Note [Fixed indices], Note [Slot identity]).
+using fixed_slice_t = decltype(mg::slice<0, 1, 3>(mg::arg<0>{}));
+using run_time_slice_t = decltype(mg::slice(mg::arg<0>{}, 0, 1, 3));
+static_assert(mg::detail::stateless_v<fixed_slice_t>);
+static_assert(!mg::detail::stateless_v<run_time_slice_t>);
+static_assert(mg::detail::plan_v<decltype(fixed_slice_t{} * fixed_slice_t{})>.nslots == 3);
+static_assert(mg::detail::stateless_v<decltype(mg::select<0, 2>(mg::arg<0>{}))>);
+
 // Elementwise or not, differentiable or not.
 static_assert(is_elementwise<mg::exp_op>() && is_elementwise<mg::where_op>());
 static_assert(!is_elementwise<mg::sum_op>() && !is_elementwise<mg::matmul_op>());

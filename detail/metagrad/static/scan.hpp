@@ -26,6 +26,27 @@
 // Hessian-vector product, computed by forward mode through the reverse loop with the body's
 // symbolic gradient (the symmetry of second derivatives turns the one tangent into the row
 // that reverse mode asks for).
+//
+// Note [One sweep per step]: on a family whose evaluator says packs_steps (the array evaluator),
+// a step's M bodies are the children of one root, pack_op (static/scan_body.hpp): one sweep
+// computes all M new state values, and one sweep back from the M adjoints at once (the pack's
+// backward sends adjoint j to body j) gives the whole vector-Jacobian product of the step. What
+// the bodies share (a layer that both its hidden and its cell value read) is then one slot,
+// where M sweeps of their own computed it M times. On numbers the bodies stay apart: plain
+// sweeps inline, and the reverse step is one sweep over sum_j a_j body_j.
+//
+// Note [Loop-invariant reads]: the subexpressions of the step that read captured arguments and
+// constants only (a weight row `select(w, 0, k)`, its slices, `exp(a)`) have the same value at
+// every step. On a packed family the node computes them once per call (static/scan_hoist.hpp):
+// the outermost such subexpressions are the children of a pack over the caps; the step reads
+// their values as its first arguments; the reverse loop sums their gradients, and one sweep back
+// through that pack turns them into the caps' gradients. Invariants are merged as the planner
+// merges slots (Note [Slot identity]): one whose type is all of it (mg::slice<0, 2, 4>(w), Note
+// [Fixed indices] in ops/indexing.hpp) is one value however often it occurs; one holding run-time
+// attributes (mg::slice(w, 0, 2, 4)) is one value per occurrence, since another slice of the same
+// type may take other elements. With fixed indices the rest of the step is typically free of
+// run-time state too, so the bodies share it by type; with run-time ones each body computes its
+// own copy.
 #pragma once
 
 #include <algorithm>
@@ -45,6 +66,7 @@
 #include <metagrad/static/evaluator.hpp>
 #include <metagrad/static/plan.hpp>
 #include <metagrad/static/scan_body.hpp>
+#include <metagrad/static/scan_hoist.hpp>
 #include <metagrad/static/scan_rows.hpp>
 #include <metagrad/static/sweep.hpp>
 #include <metagrad/unroll.hpp>
@@ -65,33 +87,71 @@ struct scan_op {
   std::tuple<B...> body;
   R rows;
 
-  // Step k: the state after `s` (a tuple of M values), given the caps (a tuple of K); the body
-  // reads step k's row after the state.
-  template <class Caps, class S>
-  auto step(const Caps& caps, const S& s, std::size_t k) const {
-    return [&]<std::size_t... j>(std::index_sequence<j...>) {
+  // The step split at its loop-invariant reads (Note [Loop-invariant reads]): used by a family
+  // that evaluates a step's M bodies as one expression (Note [One sweep per step]).
+  using hoisted_t = decltype(hoist<K>(std::declval<const std::tuple<B...>&>()));
+  hoisted_t hoisted = hoist<K>(body);
+
+  // The family of caps, initial state and row when its evaluator takes a step's bodies as one
+  // (PacksSteps), else void.
+  template <class Caps, class Init>
+  using packed_family_t = packed_family_of_t<decltype(std::tuple_cat(
+      std::declval<const Caps&>(), std::declval<const Init&>(), std::declval<const R&>().at(0)))>;
+
+  // What the steps read besides the state and row: the caps, or for a packed family the values of
+  // the invariant reads (computed here, once).
+  template <class F, class Caps>
+  auto inputs(const Caps& caps) const {
+    if constexpr (std::is_void_v<F> || K == 0) {
+      return caps;
+    } else {
       return std::apply(
-          [&](const auto&... v) { return std::tuple{body_value(std::get<j>(body), v...)...}; },
-          std::tuple_cat(caps, tuple_slice_ref<0, M>(s), rows.at(k)));
+          [&](const auto&... c) {
+            return evaluator<F>::template pack_values<true>(hoisted.caps, c...);
+          },
+          caps);
     }
-    (std::make_index_sequence<M>{});
+  }
+
+  // Step k: the state after `s` (a tuple of M values), given the inputs (a tuple); the body reads
+  // step k's row after the state.
+  template <class F, class In, class S>
+  auto step(const In& in, const S& s, std::size_t k) const {
+    return std::apply(
+        [&](const auto&... v) {
+          if constexpr (std::is_void_v<F>) {
+            return [&]<std::size_t... j>(std::index_sequence<j...>) {
+              return std::tuple{body_value(std::get<j>(body), v...)...};
+            }
+            (std::make_index_sequence<M>{});
+          } else {
+            return evaluator<F>::template pack_values<false>(hoisted.step, v...);
+          }
+        },
+        std::tuple_cat(in, tuple_slice_ref<0, M>(s), rows.at(k)));
   }
 
   // The state's value types: those one step yields from the initial state, which must be those
   // the next step yields.
   // (Self keeps the object dependent: clang would look into the still incomplete class)
   template <class Caps, class Init, class Self = scan_op>
-  using state_t = decltype(std::declval<const Self&>().step(
-      std::declval<const Caps&>(), std::declval<const Init&>(), std::size_t{0}));
+  using inputs_t =
+      decltype(std::declval<const Self&>().template inputs<packed_family_t<Caps, Init>>(
+          std::declval<const Caps&>()));
+  template <class Caps, class Init, class Self = scan_op, class S = Init>
+  using state_t = decltype(std::declval<const Self&>().template step<packed_family_t<Caps, Init>>(
+      std::declval<const inputs_t<Caps, Init, Self>&>(), std::declval<const S&>(), std::size_t{0}));
 
   template <class Caps, class Init>
   auto run(const Caps& caps, const Init& init) const {
     using S = state_t<Caps, Init>;
-    static_assert(std::is_same_v<S, state_t<Caps, S>>,
+    static_assert(std::is_same_v<S, state_t<Caps, Init, scan_op, S>>,
                   "metagrad: mg::repeat's step must keep the type of each state value (a float "
                   "state meeting a double constant changes it: make them agree)");
-    S s = step(caps, init, 0);
-    for (std::size_t k = 1; k < N; ++k) s = step(caps, s, k);
+    using F = packed_family_t<Caps, Init>;
+    const auto in = inputs<F>(caps);
+    S s = step<F>(in, init, 0);
+    for (std::size_t k = 1; k < N; ++k) s = step<F>(in, s, k);
     return s;
   }
 
@@ -106,16 +166,35 @@ struct scan_op {
   template <class Caps, class Init, class G>
   auto vjp(const Caps& caps, const Init& init, const G& g) const {
     using S = state_t<Caps, Init>;
+    using F = packed_family_t<Caps, Init>;
     S s0 = [&]<std::size_t... j>(std::index_sequence<j...>) {
       return S{std::tuple_element_t<j, S>(std::get<j>(init))...};
     }
     (std::make_index_sequence<M>{});
-    if constexpr (numbers_v<S> && N * sizeof(S) <= 16384) {
-      std::array<S, N> states;  // on the stack for numbers
-      return vjp_over(caps, states, std::move(s0), g);
-    } else {
-      std::vector<S> states(N);
-      return vjp_over(caps, states, std::move(s0), g);
+    const auto in = inputs<F>(caps);
+    auto d = [&] {
+      if constexpr (numbers_v<S> && N * sizeof(S) <= 16384) {
+        std::array<S, N> states;  // on the stack for numbers
+        return vjp_over<F>(in, states, std::move(s0), g);
+      } else {
+        std::vector<S> states(N);
+        return vjp_over<F>(in, states, std::move(s0), g);
+      }
+    }();
+    if constexpr (std::is_void_v<F> || K == 0) {
+      return d;
+    } else {  // the invariants' gradients back to the caps, once
+      constexpr std::size_t H = std::tuple_size_v<std::remove_cvref_t<decltype(in)>>;
+      const auto din = tuple_slice_ref<0, H>(d);
+      auto dcaps = std::apply(
+          [&](const auto&... c) {
+            return [&]<std::size_t... i>(std::index_sequence<i...>) {
+              return evaluator<F>::template pack_vjp<i...>(hoisted.caps, din, c...);
+            }
+            (std::make_index_sequence<K>{});
+          },
+          caps);
+      return std::tuple_cat(std::move(dcaps), tuple_slice<H, M>(d));
     }
   }
 
@@ -126,10 +205,12 @@ struct scan_op {
   }
   (std::make_index_sequence<M>{});
 
-  template <class Caps, class States, class S, class G>
-  auto vjp_over(const Caps& caps, States& states, S s0, const G& g) const {
+  // The gradients of the inputs (caps, or the invariants' values) and of the initial state.
+  template <class F, class In, class States, class S, class G>
+  auto vjp_over(const In& in, States& states, S s0, const G& g) const {
+    constexpr std::size_t KI = std::tuple_size_v<In>;
     states[0] = std::move(s0);  // states[k]: the state step k starts from
-    for (std::size_t k = 1; k < N; ++k) states[k] = step(caps, states[k - 1], k - 1);
+    for (std::size_t k = 1; k < N; ++k) states[k] = step<F>(in, states[k - 1], k - 1);
     // the adjoint of the state after step N: g in component J
     S a = [&]<std::size_t... j>(std::index_sequence<j...>) {
       return S{seed_component<j, J, std::tuple_element_t<j, S>>(g, std::get<j>(states[N - 1]))...};
@@ -147,36 +228,46 @@ struct scan_op {
     }
     (std::make_index_sequence<M>{});
     const auto back = [&](const S& s, std::size_t k) {
-      if constexpr (numbers_v<S> && M > 1) {
+      const auto values = std::tuple_cat(in, tuple_slice_ref<0, M>(s), rows.at(k));
+      if constexpr (!std::is_void_v<F>) {  // one sweep back over the step's pack
+        return std::apply(
+            [&](const auto&... v) {
+              return [&]<std::size_t... i>(std::index_sequence<i...>) {
+                return evaluator<F>::template pack_vjp<i...>(hoisted.step, a, v...);
+              }
+              (std::make_index_sequence<KI + M>{});
+            },
+            values);
+      } else if constexpr (numbers_v<S> && M > 1) {
         using T = std::tuple_element_t<0, S>;
-        return tuple_slice<0, K + M>(std::apply(
-            [&](const auto&... v) { return body_vjp(lagrangian, T(1), v...); },
-            std::tuple_cat(caps, tuple_slice_ref<0, M>(s), rows.at(k), tuple_slice_ref<0, M>(a))));
+        return tuple_slice<0, K + M>(
+            std::apply([&](const auto&... v) { return body_vjp(lagrangian, T(1), v...); },
+                       std::tuple_cat(values, tuple_slice_ref<0, M>(a))));
       } else if constexpr (R::present) {
-        return tuple_slice<0, K + M>(back_step(caps, s, a, k));
+        return tuple_slice<0, K + M>(back_each(values, a));
       } else {
-        return back_step(caps, s, a, k);
+        return back_each(values, a);
       }
     };
     auto sum = back(states[N - 1], N - 1);
-    auto dcaps = tuple_slice<0, K>(sum);
+    auto din = tuple_slice<0, KI>(sum);
     for (std::size_t k = N - 1; k-- > 0;) {
-      a = tuple_slice<K, M>(sum);
+      a = tuple_slice<KI, M>(sum);
       sum = back(states[k], k);
-      add_each(dcaps, sum, std::make_index_sequence<K>{});
+      add_each(din, sum, std::make_index_sequence<KI>{});
     }
-    return std::tuple_cat(std::move(dcaps), tuple_slice<K, M>(sum));
+    return std::tuple_cat(std::move(din), tuple_slice<KI, M>(sum));
   }
 
-  // The body's vector-Jacobian product at step k's state s with adjoints a: a tuple of K + M
-  // gradients (and the row's, which the caller drops).
-  template <class Caps, class S>
-  auto back_step(const Caps& caps, const S& s, const S& a, std::size_t k) const {
+  // The vector-Jacobian product of each body at values (caps, state, row) with adjoints a, summed:
+  // a gradient per value.
+  template <class Values, class S>
+  auto back_each(const Values& values, const S& a) const {
     return [&]<std::size_t... j>(std::index_sequence<j...>) {
       auto one = [&]<std::size_t i>(std::integral_constant<std::size_t, i>) {
         return std::apply(
             [&](const auto&... v) { return body_vjp(std::get<i>(body), std::get<i>(a), v...); },
-            std::tuple_cat(caps, tuple_slice_ref<0, M>(s), rows.at(k)));
+            values);
       };
       auto r = one(std::integral_constant<std::size_t, 0>{});
       ((j > 0 ? add_each(r, one(std::integral_constant<std::size_t, j>{}),

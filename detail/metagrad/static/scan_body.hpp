@@ -15,6 +15,7 @@
 #include <metagrad/core/tuple.hpp>
 #include <metagrad/core/type_list.hpp>
 #include <metagrad/expr.hpp>
+#include <metagrad/grads.hpp>
 #include <metagrad/static/evaluator.hpp>
 #include <metagrad/static/sweep.hpp>
 
@@ -292,10 +293,65 @@ constexpr auto rename(const node<Op, A...>& e) {
   }
 }
 
+// ---- one sweep per step: Note [One sweep per step] in static/scan.hpp ---------------------------
+
+// The root of a step's bodies taken together: its children are the M bodies, its own value is
+// not read (the state's values are its children's slots), and its backward sends component j of
+// its seed (the adjoints of the M new state values) to child j, in that child's value type.
+struct pack_token {};
+struct pack_op {
+  static constexpr const char* name = "repeat step";
+  static constexpr bool elementwise = false;
+  template <class... V>
+  static constexpr pack_token forward(const V&...) {
+    return {};
+  }
+  // backward(value_0, ..., value_{M-1}, token, seed)
+  template <class... V>
+  static auto backward(const V&... v) {
+    constexpr std::size_t m = sizeof...(V) - 2;
+    const auto all = std::forward_as_tuple(v...);
+    const auto& seed = std::get<m + 1>(all);
+    return [&]<std::size_t... j>(std::index_sequence<j...>) {
+      return grads{like_value(std::get<j>(all), std::get<j>(seed))...};
+    }
+    (std::make_index_sequence<m>{});
+  }
+  // an adjoint a in the type of the value v it is the adjoint of (a number from a one-element
+  // array)
+  template <class V, class A>
+  static V like_value(const V&, const A& a) {
+    if constexpr (std::is_arithmetic_v<V> && !std::is_arithmetic_v<A>) {
+      return static_cast<V>(*a.begin());
+    } else {
+      return V(a);
+    }
+  }
+};
+
 // ---- evaluating the body ----------------------------------------------------------------------
 
 template <class... V>
 inline constexpr bool all_numbers_v = (std::is_arithmetic_v<std::remove_cvref_t<V>> && ...);
+
+// Does family F's evaluator take a step's bodies together (pack_values, pack_vjp)?
+template <class F>
+concept PacksSteps = HasEvaluator<F> && requires {
+  requires evaluator<F>::packs_steps;
+};
+// The family of the values a step reads (a std::tuple of their types) when its evaluator takes the
+// step's bodies together, else void.
+template <class Values>
+struct packed_family_of {
+  using type = void;
+};
+template <class... V>
+requires(!all_numbers_v<V...> &&
+         PacksSteps<evaluator_family_t<V...>>) struct packed_family_of<std::tuple<V...>> {
+  using type = evaluator_family_t<V...>;
+};
+template <class Values>
+using packed_family_of_t = typename packed_family_of<Values>::type;
 
 template <class E, class... V>
 struct plain_eval {

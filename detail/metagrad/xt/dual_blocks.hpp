@@ -87,8 +87,8 @@ struct block_rule {
 
  private:
   static constexpr bool shifts_v = std::is_same_v<Op, sum_op> || std::is_same_v<Op, expand_op> ||
-                                   std::is_same_v<Op, sum_to_op> || std::is_same_v<Op, slice_op> ||
-                                   std::is_same_v<Op, embed_op>;
+                                   std::is_same_v<Op, sum_to_op> ||
+                                   std::is_base_of_v<slice_op, Op> || std::is_same_v<Op, embed_op>;
 
   static std::size_t work_size(const std::vector<std::size_t>& s) {
     std::size_t n = 1;
@@ -193,7 +193,7 @@ struct block_rule {
         u = work_array<T>(A::sum(u, reduce_dims{false, 1, false}));
       }
       return work_array<T>(reduce_to_shape(u, with_block(b, op.shape)));
-    } else if constexpr (std::is_same_v<Op, slice_op>) {
+    } else if constexpr (std::is_base_of_v<slice_op, Op>) {
       const slice_range r = resolve_slice(op.s, xs);
       std::vector<std::size_t> to = with_block(b, xs);
       to[r.dim + 1] = static_cast<std::size_t>(r.length);

@@ -21,6 +21,7 @@
 #include <metagrad/error.hpp>
 #include <metagrad/static/evaluator.hpp>
 #include <metagrad/static/plan.hpp>
+#include <metagrad/static/scan_body.hpp>
 #include <metagrad/static/sweep.hpp>
 #include <metagrad/xt/algebra.hpp>
 #include <metagrad/xt/region.hpp>
@@ -63,15 +64,44 @@ struct array_general {
   // the gradient of sum(seed * f) with respect to arguments I..., in the arguments' types.
   template <std::size_t... I, class F, class S, class... A>
   static auto vjp(const F& f, const S& seed, const A&... args) {
-    using E = traced_t<F, sizeof...(A)>;
-    const E e = trace(f, std::index_sequence_for<A...>{});
     using T = std::common_type_t<typename value_of<A>::type...>;
-    std::tuple<decltype(make_out<T>(std::get<I>(std::forward_as_tuple(args...))))...> out;
-    T value{};
-    general_sweep<I...>(
-        e, std::tuple<const A&...>{args...}, [&](const auto& r) { return seed_like<T>(r, seed); },
-        value, std::apply([](auto&... o) { return std::tie(o...); }, out));
-    return out;
+    return vjp_of<I...>(
+        trace(f, std::index_sequence_for<A...>{}),
+        [&](const auto& r) { return seed_like<T>(r, seed); }, args...);
+  }
+
+  // mg::repeat's step, its M bodies as one expression p (Note [One sweep per step] in
+  // static/scan.hpp): their values in one sweep (Stored: as the sweep holds them, else as
+  // xt::xarray, the type of a state value), and the gradients of sum_j <a_j, body_j> with respect
+  // to arguments I... in one sweep back.
+  static constexpr bool packs_steps = true;
+  template <bool Stored, class P, class... A>
+  static auto pack_values(const P& p, const A&... args) {
+    const auto e = regionize(p);
+    using E = std::remove_cvref_t<decltype(e)>;
+    using Args = tuple<const A&...>;
+    const Args a{{args}...};
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    constexpr std::size_t root = plan_v<E>.nslots - 1;
+    return [&]<std::size_t... j>(std::index_sequence<j...>) {
+      // (the seed type the pack's backward would take: only the forward runs)
+      using Seed = std::tuple<
+          typename value_types<E, Args, xt_policy>::template val_t<plan_v<E>.child[root][j]>...>;
+      sweep<E, Args, xt_policy, Seed> s(e, a);
+      s.forward();
+      if constexpr (Stored) {
+        return std::tuple{
+            std::tuple_element_t<j, Seed>(s.template value<plan_v<E>.child[root][j]>())...};
+      } else {
+        return std::tuple{xt::xarray<T>(s.template value<plan_v<E>.child[root][j]>())...};
+      }
+    }
+    (std::make_index_sequence<plan_v<E>.nchild[root]>{});
+  }
+  template <std::size_t... I, class P, class Adjoints, class... A>
+  static auto pack_vjp(const P& p, const Adjoints& a, const A&... args) {
+    return vjp_of<I...>(
+        p, [&](const auto&) -> const Adjoints& { return a; }, args...);
   }
 
  protected:
@@ -219,6 +249,17 @@ struct array_general {
            "; pass a cotangent of the value's shape");
   }
 
+  // The gradients of e's arguments I... after its sweep back from seed_of(e's value).
+  template <std::size_t... I, class E, class SeedOf, class... A>
+  static auto vjp_of(const E& e, SeedOf seed_of, const A&... args) {
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    std::tuple<decltype(make_out<T>(std::get<I>(std::forward_as_tuple(args...))))...> out;
+    T value{};
+    general_sweep<I...>(e, std::tuple<const A&...>{args...}, seed_of, value,
+                        std::apply([](auto&... o) { return std::tie(o...); }, out));
+    return out;
+  }
+
   // The general sweep: the value into `value`, the gradient of argument I_j into out_j.
   template <std::size_t... I, class Traced, class... A, class SeedOf, class T, class Out>
   static void general_sweep(const Traced& traced, const std::tuple<const A&...>& args,
@@ -228,14 +269,14 @@ struct array_general {
     using Args = tuple<const A&...>;
     const Args a = std::apply([](const A&... x) { return Args{{x}...}; }, args);
     using Root = typename value_types<E, Args, xt_policy>::template val_t<plan_v<E>.nslots - 1>;
-    using Seed = std::conditional_t<std::is_arithmetic_v<Root>, Root, work_array<T>>;
+    using Seed = std::remove_cvref_t<decltype(seed_of(std::declval<const Root&>()))>;
     sweep<E, Args, xt_policy, Seed, wanted_args<I...>> s(e, a);
     s.forward();
     const auto& r = s.result();
-    const Seed seed = seed_of(r);
+    const Seed& seed = seed_of(r);
     if constexpr (std::is_arithmetic_v<Root>) {
       value = static_cast<T>(r);
-    } else {
+    } else if constexpr (!std::is_same_v<Root, pack_token>) {
       value = r.size() == 1 ? static_cast<T>(*r.begin()) : T(0);
     }
     s.backward(seed);

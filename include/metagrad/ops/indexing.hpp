@@ -118,6 +118,49 @@ auto select(const X& x, std::int64_t dim, std::int64_t index, call_site site) {
   return detail::call_at(site, select_op{dim, index}, x);
 }
 
+// Note [Fixed indices]: slice and select with their dimension and bounds as template arguments,
+// `mg::slice<0, 14, 28>(w)` and `mg::select<0, 2>(m)`. In the static engine the op then carries no
+// run-time state: its type is all of it (it says is_stateless; T{} builds it with its bounds), so
+// every occurrence of one fixed slice of one value is planned as one slot (Note [Slot identity]
+// in static/plan.hpp), and a loop of mg::repeat reads it once per call rather than once per
+// occurrence and step (Note [Loop-invariant reads] in static/scan.hpp). With run-time bounds,
+// two slices of one type may take different elements, so each occurrence is computed apart. On
+// other operands (tensors, xtensor arrays) they are slice(x, Dim, Start, End) and select(x, Dim,
+// Index).
+template <std::int64_t Dim, std::int64_t Start, std::int64_t End>
+struct fixed_slice_op : slice_op {
+  static constexpr bool is_stateless = true;
+  fixed_slice_op() : slice_op{{Dim, Start, End, 1}} {}
+};
+template <std::int64_t Dim, std::int64_t Index>
+struct fixed_select_op : select_op {
+  static constexpr bool is_stateless = true;
+  fixed_select_op() : select_op{Dim, Index} {}
+};
+
+/// The elements Start, Start + 1, ... below End along Dim, the bounds known at compile time (Note
+/// [Fixed indices]); otherwise as slice(x, Dim, Start, End).
+template <std::int64_t Dim, std::int64_t Start, std::int64_t End, class X>
+requires detail::Operands<X>
+auto slice(const X& x, call_site site = {}) {
+  if constexpr (std::is_same_v<detail::family_of_t<X>, detail::expr_family>) {
+    return detail::call_at(site, fixed_slice_op<Dim, Start, End>{}, x);
+  } else {
+    return slice(x, Dim, Start, End, 1, site);
+  }
+}
+/// The elements at Index along Dim, without that dimension, both known at compile time (Note
+/// [Fixed indices]); otherwise as select(x, Dim, Index).
+template <std::int64_t Dim, std::int64_t Index, class X>
+requires detail::Operands<X>
+auto select(const X& x, call_site site = {}) {
+  if constexpr (std::is_same_v<detail::family_of_t<X>, detail::expr_family>) {
+    return detail::call_at(site, fixed_select_op<Dim, Index>{}, x);
+  } else {
+    return select(x, Dim, Index, site);
+  }
+}
+
 /// Zeros of `shape` with slice k of g along `dim` added at index[k] (repeated indices add up):
 /// the adjoint of index_select.
 struct index_add_op {
