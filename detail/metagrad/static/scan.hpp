@@ -249,14 +249,37 @@ struct scan_op {
         return back_each(values, a);
       }
     };
-    auto sum = back(states[N - 1], N - 1);
-    auto din = tuple_slice<0, KI>(sum);
-    for (std::size_t k = N - 1; k-- > 0;) {
-      a = tuple_slice<KI, M>(sum);
-      sum = back(states[k], k);
-      add_each(din, sum, std::make_index_sequence<KI>{});
+    if constexpr (!std::is_void_v<F>) {
+      // each step's sweep back adds the inputs' gradients to din and writes the state's adjoint
+      // over a (its seed, read before)
+      using Grads = decltype(back(std::declval<const S&>(), std::size_t{0}));
+      decltype(tuple_slice<0, KI>(std::declval<const Grads&>())) din{};
+      std::array<bool, KI + M> add{};  // the first step writes
+      for (std::size_t k = N; k-- > 0;) {
+        const auto values = std::tuple_cat(in, tuple_slice_ref<0, M>(states[k]), rows.at(k));
+        auto outs = std::tuple_cat(std::apply([](auto&... d) { return std::tie(d...); }, din),
+                                   std::apply([](auto&... d) { return std::tie(d...); }, a));
+        std::apply(
+            [&](const auto&... v) {
+              [&]<std::size_t... i>(std::index_sequence<i...>) {
+                evaluator<F>::template pack_vjp_into<i...>(hoisted.step, a, outs, add, v...);
+              }
+              (std::make_index_sequence<KI + M>{});
+            },
+            values);
+        std::fill(add.begin(), add.begin() + KI, true);
+      }
+      return std::tuple_cat(std::move(din), std::move(a));
+    } else {
+      auto sum = back(states[N - 1], N - 1);
+      auto din = tuple_slice<0, KI>(sum);
+      for (std::size_t k = N - 1; k-- > 0;) {
+        a = tuple_slice<KI, M>(sum);
+        sum = back(states[k], k);
+        add_each(din, sum, std::make_index_sequence<KI>{});
+      }
+      return std::tuple_cat(std::move(din), tuple_slice<KI, M>(sum));
     }
-    return std::tuple_cat(std::move(din), tuple_slice<KI, M>(sum));
   }
 
   // The vector-Jacobian product of each body at values (caps, state, row) with adjoints a, summed:

@@ -124,7 +124,10 @@ struct xt_vector_operand {
   }
 };
 
-using dims = std::vector<std::size_t>;
+// An array's extents inside the array evaluator: inline up to 4 dimensions, so that reading and
+// broadcasting the shapes of a region's inputs allocates nothing (on arrays of a few elements,
+// one heap allocation per input per region was a quarter of a step's instructions).
+using dims = xt::svector<std::size_t, 4>;
 
 // out[...] = in broadcast: `in` is read with `strides` (0 along broadcast dimensions) over
 // `shape` from dimension d on; out is contiguous.

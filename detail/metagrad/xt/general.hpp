@@ -103,6 +103,17 @@ struct array_general {
     return vjp_of<I...>(
         p, [&](const auto&) -> const Adjoints& { return a; }, args...);
   }
+  // The same into outs (a tuple of references): gradient j added to out j where add[j], else
+  // written there. The adjoints a may be among the outs: they are read before any out is written.
+  template <std::size_t... I, class P, class Adjoints, class Outs, class... A>
+  static void pack_vjp_into(const P& p, const Adjoints& a, Outs outs,
+                            const std::array<bool, sizeof...(I)>& add, const A&... args) {
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    T value{};
+    general_sweep<I...>(
+        p, std::tuple<const A&...>{args...}, [&](const auto&) -> const Adjoints& { return a; },
+        value, outs, &add);
+  }
 
  protected:
   // The form of a result: {value, tuple of gradients}; {value, gradient(s)}; gradient(s).
@@ -261,9 +272,11 @@ struct array_general {
   }
 
   // The general sweep: the value into `value`, the gradient of argument I_j into out_j.
+  // `add` (when given): which gradients are added to their out rather than written there.
   template <std::size_t... I, class Traced, class... A, class SeedOf, class T, class Out>
   static void general_sweep(const Traced& traced, const std::tuple<const A&...>& args,
-                            SeedOf seed_of, T& value, Out out) {
+                            SeedOf seed_of, T& value, Out out,
+                            const std::array<bool, sizeof...(I)>* add = nullptr) {
     const auto e = regionize(traced);  // Note [Regions]
     using E = std::remove_cvref_t<decltype(e)>;
     using Args = tuple<const A&...>;
@@ -282,18 +295,32 @@ struct array_general {
     s.backward(seed);
     [&]<std::size_t... j>(std::index_sequence<j...>) {
       if constexpr (distinct_indices<I...>()) {  // each adjoint is read once: Note [Handing over]
-        (to_argument<T>(std::get<j>(out), s.template take_gradient<I>(seed, unused{}),
-                        std::get<I>(args)),
+        (write_gradient<T>(std::get<j>(out), s.template take_gradient<I>(seed, unused{}),
+                           std::get<I>(args), add && (*add)[j]),
          ...);
       } else {
-        (to_argument<T>(std::get<j>(out), s.template gradient<I>(seed, unused{}),
-                        std::get<I>(args)),
+        (write_gradient<T>(std::get<j>(out), s.template gradient<I>(seed, unused{}),
+                           std::get<I>(args), add && (*add)[j]),
          ...);
       }
     }
     (std::index_sequence_for<decltype(I)...>{});
   }
   struct unused {};
+
+  // out = g in a's type (add false), or out += g
+  template <class T, class O, class G, class A>
+  static void write_gradient(O& out, const G& g, const A& a, bool add) {
+    if (!add) {
+      to_argument<T>(out, g, a);
+    } else if constexpr (std::is_same_v<G, unused>) {
+      // nothing to add
+    } else if constexpr (std::is_arithmetic_v<A>) {
+      out += static_cast<A>(reduce_to_shape_of(g, a));
+    } else {
+      add_gradient<T>(out, g, a, true);
+    }
+  }
 
   // out = a gradient in its argument's type (zeros when f does not use the argument): a
   // fixed-size out has the shape already, a dynamic one gets it.
