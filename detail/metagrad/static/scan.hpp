@@ -210,7 +210,16 @@ struct scan_op {
   auto vjp_over(const In& in, States& states, S s0, const G& g) const {
     constexpr std::size_t KI = std::tuple_size_v<In>;
     states[0] = std::move(s0);  // states[k]: the state step k starts from
-    for (std::size_t k = 1; k < N; ++k) states[k] = step<F>(in, states[k - 1], k - 1);
+    [[maybe_unused]] auto tape = [&] {
+      if constexpr (!std::is_void_v<F>) {  // Note [A kept forward]
+        auto t = evaluator<F>::pack_tape(hoisted.step, in, states, N, rows);
+        t.forward();
+        return t;
+      } else {
+        for (std::size_t k = 1; k < N; ++k) states[k] = step<F>(in, states[k - 1], k - 1);
+        return 0;
+      }
+    }();
     // the adjoint of the state after step N: g in component J
     S a = [&]<std::size_t... j>(std::index_sequence<j...>) {
       return S{seed_component<j, J, std::tuple_element_t<j, S>>(g, std::get<j>(states[N - 1]))...};
@@ -252,23 +261,11 @@ struct scan_op {
     if constexpr (!std::is_void_v<F>) {
       // each step's sweep back adds the inputs' gradients to din and writes the state's adjoint
       // over a (its seed, read before)
+      // each step's sweep back over its kept forward adds the inputs' gradients to din and
+      // writes the state's adjoint over a (its seed, read before)
       using Grads = decltype(back(std::declval<const S&>(), std::size_t{0}));
       decltype(tuple_slice<0, KI>(std::declval<const Grads&>())) din{};
-      std::array<bool, KI + M> add{};  // the first step writes
-      for (std::size_t k = N; k-- > 0;) {
-        const auto values = std::tuple_cat(in, tuple_slice_ref<0, M>(states[k]), rows.at(k));
-        auto outs = std::tuple_cat(std::apply([](auto&... d) { return std::tie(d...); }, din),
-                                   std::apply([](auto&... d) { return std::tie(d...); }, a));
-        std::apply(
-            [&](const auto&... v) {
-              [&]<std::size_t... i>(std::index_sequence<i...>) {
-                evaluator<F>::template pack_vjp_into<i...>(hoisted.step, a, outs, add, v...);
-              }
-              (std::make_index_sequence<KI + M>{});
-            },
-            values);
-        std::fill(add.begin(), add.begin() + KI, true);
-      }
+      tape.back(din, a);
       return std::tuple_cat(std::move(din), std::move(a));
     } else {
       auto sum = back(states[N - 1], N - 1);

@@ -437,6 +437,15 @@ class sweep {
       MG_INLINE constexpr sweep(const sweep<E, Args, Policy, OtherSeed, Wanted>& from)
       : e_(from.e_), args_(from.args_), vals_(from.vals_) {}
 
+  // The values forward() computed, moved out (nothing of this sweep is read after), and a
+  // borrowing sweep over values kept that way: mg::repeat's reverse loop keeps each step's
+  // forward (Note [A kept forward] in xt/general.hpp).
+  using values_type = typename storage<slots>::vals;
+  values_type take_values() requires(!Borrows) { return std::move(vals_); }
+  sweep(const E& e, const Args& args, const values_type& kept) requires Borrows : e_(e),
+                                                                                  args_(args),
+                                                                                  vals_(kept) {}
+
   // The value of slot s: a reference to the argument or constant for leaves (a number for
   // cst<known<V>>).
   template <std::size_t s>

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <xtensor/xarray.hpp>
 #include <xtensor/xbuilder.hpp>
@@ -103,18 +104,106 @@ struct array_general {
     return vjp_of<I...>(
         p, [&](const auto&) -> const Adjoints& { return a; }, args...);
   }
-  // The same into outs (a tuple of references): gradient j added to out j where add[j], else
-  // written there. The adjoints a may be among the outs: they are read before any out is written.
-  template <std::size_t... I, class P, class Adjoints, class Outs, class... A>
-  static void pack_vjp_into(const P& p, const Adjoints& a, Outs outs,
-                            const std::array<bool, sizeof...(I)>& add, const A&... args) {
-    using T = std::common_type_t<typename value_of<A>::type...>;
-    T value{};
-    general_sweep<I...>(
-        p, std::tuple<const A&...>{args...}, [&](const auto&) -> const Adjoints& { return a; },
-        value, outs, &add);
+  // Note [A kept forward]: mg::repeat's reverse loop over a packed step (static/scan.hpp) runs
+  // one forward sweep per step, keeping its slot values and computing the next state (forward:
+  // states[0] is given, states[1..n-1] are written), then one sweep back per step over the kept
+  // values (back: the inputs' gradients summed into din; a, the last state's adjoint, ends as the
+  // initial state's), so no step runs its forward twice.
+  template <class P, class In, class States, class Rows>
+  static auto pack_tape(const P& p, const In& in, States& states, std::size_t n, const Rows& rows) {
+    using E = std::remove_cvref_t<decltype(regionize(p))>;
+    return tape_of<E, In, States, Rows>(regionize(p), in, states, n, rows);
   }
 
+ private:
+  template <class E, class In, class States, class Rows>
+  struct tape_of {
+    using S = std::remove_cvref_t<decltype(std::declval<States&>()[0])>;
+    static constexpr std::size_t KI = std::tuple_size_v<In>, M = std::tuple_size_v<S>;
+    using RowTuple = decltype(std::declval<const Rows&>().at(0));
+    template <class Tup>
+    static auto refs(Tup& t) {
+      return std::apply([](auto&... x) { return std::tie(x...); }, t);
+    }
+    using All =
+        decltype(std::tuple_cat(refs(std::declval<const In&>()), refs(std::declval<const S&>()),
+                                refs(std::declval<const RowTuple&>())));
+    template <class Seq>
+    struct types;
+    template <std::size_t... v>
+    struct types<std::index_sequence<v...>> {
+      using Args = tuple<std::tuple_element_t<v, All>...>;
+      using T = std::common_type_t<
+          typename value_of<std::remove_cvref_t<std::tuple_element_t<v, All>>>::type...>;
+    };
+    using Seq = std::make_index_sequence<std::tuple_size_v<All>>;
+    using Args = typename types<Seq>::Args;
+    using T = typename types<Seq>::T;
+    // the gradients of the inputs and the state, not of the row
+    template <std::size_t... i>
+    static wanted_args<i...> wanted(std::index_sequence<i...>);
+    using Wanted = decltype(wanted(std::make_index_sequence<KI + M>{}));
+    using Forward = sweep<E, Args, xt_policy, S, Wanted>;
+    using Back = sweep<E, Args, xt_policy, S, Wanted, true>;
+
+    E e;
+    const In& in;
+    States& states;
+    std::size_t n;
+    std::vector<RowTuple> rows;
+    std::vector<typename Forward::values_type> kept;
+
+    tape_of(E e_, const In& in_, States& states_, std::size_t n_, const Rows& r)
+        : e(std::move(e_)), in(in_), states(states_), n(n_) {
+      rows.reserve(n);
+      for (std::size_t k = 0; k < n; ++k) rows.push_back(r.at(k));
+    }
+    Args args_at(std::size_t k) const {
+      const auto all = std::tuple_cat(refs(in), refs(states[k]), refs(rows[k]));
+      return [&]<std::size_t... v>(std::index_sequence<v...>) {
+        return Args{{std::get<v>(all)}...};
+      }
+      (Seq{});
+    }
+    void forward() {
+      constexpr std::size_t root = plan_v<E>.nslots - 1;
+      kept.reserve(n);
+      for (std::size_t k = 0; k < n; ++k) {
+        const Args args = args_at(k);
+        Forward s(e, args);
+        s.forward();
+        if (k + 1 < n) {
+          [&]<std::size_t... j>(std::index_sequence<j...>) {
+            ((std::get<j>(states[k + 1]) =
+                  std::tuple_element_t<j, S>(s.template value<plan_v<E>.child[root][j]>())),
+             ...);
+          }
+          (std::make_index_sequence<M>{});
+        }
+        kept.push_back(s.take_values());
+      }
+    }
+    template <class Din>
+    void back(Din& din, S& a) {
+      std::array<bool, KI + M> add{};  // the first step back writes
+      for (std::size_t k = n; k-- > 0;) {
+        const Args args = args_at(k);
+        Back s(e, args, kept[k]);
+        s.backward(a);
+        auto outs = std::tuple_cat(refs(din), refs(a));
+        [&]<std::size_t... j>(std::index_sequence<j...>) {
+          (write_gradient<T>(std::get<j>(outs), s.template take_gradient<j>(a, unused{}),
+                             at<j>(args), add[j]),
+           ...);
+        }
+        (std::make_index_sequence<KI + M>{});
+        std::fill(add.begin(), add.begin() + KI, true);
+        kept[k] = {};  // its arrays back to the pool
+      }
+    }
+  };
+
+ public:
  protected:
   // The form of a result: {value, tuple of gradients}; {value, gradient(s)}; gradient(s).
   static constexpr int pair_of_tuple = 0, pair_final = 1, gradients_only = 2;
@@ -272,11 +361,9 @@ struct array_general {
   }
 
   // The general sweep: the value into `value`, the gradient of argument I_j into out_j.
-  // `add` (when given): which gradients are added to their out rather than written there.
   template <std::size_t... I, class Traced, class... A, class SeedOf, class T, class Out>
   static void general_sweep(const Traced& traced, const std::tuple<const A&...>& args,
-                            SeedOf seed_of, T& value, Out out,
-                            const std::array<bool, sizeof...(I)>* add = nullptr) {
+                            SeedOf seed_of, T& value, Out out) {
     const auto e = regionize(traced);  // Note [Regions]
     using E = std::remove_cvref_t<decltype(e)>;
     using Args = tuple<const A&...>;
@@ -295,12 +382,12 @@ struct array_general {
     s.backward(seed);
     [&]<std::size_t... j>(std::index_sequence<j...>) {
       if constexpr (distinct_indices<I...>()) {  // each adjoint is read once: Note [Handing over]
-        (write_gradient<T>(std::get<j>(out), s.template take_gradient<I>(seed, unused{}),
-                           std::get<I>(args), add && (*add)[j]),
+        (to_argument<T>(std::get<j>(out), s.template take_gradient<I>(seed, unused{}),
+                        std::get<I>(args)),
          ...);
       } else {
-        (write_gradient<T>(std::get<j>(out), s.template gradient<I>(seed, unused{}),
-                           std::get<I>(args), add && (*add)[j]),
+        (to_argument<T>(std::get<j>(out), s.template gradient<I>(seed, unused{}),
+                        std::get<I>(args)),
          ...);
       }
     }
