@@ -210,64 +210,49 @@ struct scan_op {
   auto vjp_over(const In& in, States& states, S s0, const G& g) const {
     constexpr std::size_t KI = std::tuple_size_v<In>;
     states[0] = std::move(s0);  // states[k]: the state step k starts from
-    [[maybe_unused]] auto tape = [&] {
-      if constexpr (!std::is_void_v<F>) {  // Note [A kept forward]
-        auto t = evaluator<F>::pack_tape(hoisted.step, in, states, N, rows);
-        t.forward();
-        return t;
-      } else {
-        for (std::size_t k = 1; k < N; ++k) states[k] = step<F>(in, states[k - 1], k - 1);
-        return 0;
-      }
-    }();
     // the adjoint of the state after step N: g in component J
-    S a = [&]<std::size_t... j>(std::index_sequence<j...>) {
-      return S{seed_component<j, J, std::tuple_element_t<j, S>>(g, std::get<j>(states[N - 1]))...};
-    }
-    (std::make_index_sequence<M>{});
-    // on numbers with several state values, one sweep over sum_j a_j body_j (the adjoints its
-    // arguments K+M+P..., after the row when there is one) gives the whole vector-Jacobian product
-    constexpr std::size_t P = R::present ? 1 : 0;
-    const auto lagrangian = [&]<std::size_t... j>(std::index_sequence<j...>) {
-      if constexpr (numbers_v<S> && M > 1) {
-        return as_expr(((std::get<j>(body) * arg<K + M + P + j>{}) + ...));
-      } else {
-        return 0;
+    const auto final_adjoint = [&] {
+      return [&]<std::size_t... j>(std::index_sequence<j...>) {
+        return S{
+            seed_component<j, J, std::tuple_element_t<j, S>>(g, std::get<j>(states[N - 1]))...};
       }
-    }
-    (std::make_index_sequence<M>{});
-    const auto back = [&](const S& s, std::size_t k) {
-      const auto values = std::tuple_cat(in, tuple_slice_ref<0, M>(s), rows.at(k));
-      if constexpr (!std::is_void_v<F>) {  // one sweep back over the step's pack
-        return std::apply(
-            [&](const auto&... v) {
-              return [&]<std::size_t... i>(std::index_sequence<i...>) {
-                return evaluator<F>::template pack_vjp<i...>(hoisted.step, a, v...);
-              }
-              (std::make_index_sequence<KI + M>{});
-            },
-            values);
-      } else if constexpr (numbers_v<S> && M > 1) {
-        using T = std::tuple_element_t<0, S>;
-        return tuple_slice<0, K + M>(
-            std::apply([&](const auto&... v) { return body_vjp(lagrangian, T(1), v...); },
-                       std::tuple_cat(values, tuple_slice_ref<0, M>(a))));
-      } else if constexpr (R::present) {
-        return tuple_slice<0, K + M>(back_each(values, a));
-      } else {
-        return back_each(values, a);
-      }
+      (std::make_index_sequence<M>{});
     };
     if constexpr (!std::is_void_v<F>) {
-      // each step's sweep back adds the inputs' gradients to din and writes the state's adjoint
-      // over a (its seed, read before)
-      // each step's sweep back over its kept forward adds the inputs' gradients to din and
-      // writes the state's adjoint over a (its seed, read before)
-      using Grads = decltype(back(std::declval<const S&>(), std::size_t{0}));
-      decltype(tuple_slice<0, KI>(std::declval<const Grads&>())) din{};
-      tape.back(din, a);
+      // one forward per step, kept, then one sweep back per step over it (Note [A kept forward])
+      auto tape = evaluator<F>::pack_tape(hoisted.step, in, states, N, rows);
+      tape.forward();
+      S a = final_adjoint();
+      auto din = tape.back(a);
       return std::tuple_cat(std::move(din), std::move(a));
     } else {
+      for (std::size_t k = 1; k < N; ++k) states[k] = step<F>(in, states[k - 1], k - 1);
+      S a = final_adjoint();
+      // on numbers with several state values, one sweep over sum_j a_j body_j (the adjoints its
+      // arguments K+M+P..., after the row when there is one) gives the whole vector-Jacobian
+      // product
+      constexpr std::size_t P = R::present ? 1 : 0;
+      const auto lagrangian = [&]<std::size_t... j>(std::index_sequence<j...>) {
+        if constexpr (numbers_v<S> && M > 1) {
+          return as_expr(((std::get<j>(body) * arg<K + M + P + j>{}) + ...));
+        } else {
+          return 0;
+        }
+      }
+      (std::make_index_sequence<M>{});
+      const auto back = [&](const S& s, std::size_t k) {
+        const auto values = std::tuple_cat(in, tuple_slice_ref<0, M>(s), rows.at(k));
+        if constexpr (numbers_v<S> && M > 1) {
+          using T = std::tuple_element_t<0, S>;
+          return tuple_slice<0, K + M>(
+              std::apply([&](const auto&... v) { return body_vjp(lagrangian, T(1), v...); },
+                         std::tuple_cat(values, tuple_slice_ref<0, M>(a))));
+        } else if constexpr (R::present) {
+          return tuple_slice<0, K + M>(back_each(values, a));
+        } else {
+          return back_each(values, a);
+        }
+      };
       auto sum = back(states[N - 1], N - 1);
       auto din = tuple_slice<0, KI>(sum);
       for (std::size_t k = N - 1; k-- > 0;) {

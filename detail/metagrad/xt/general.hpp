@@ -183,23 +183,28 @@ struct array_general {
         kept.push_back(s.take_values());
       }
     }
-    template <class Din>
-    void back(Din& din, S& a) {
-      std::array<bool, KI + M> add{};  // the first step back writes
+    // The inputs' gradients, summed over the steps; a ends as the initial state's adjoint.
+    auto back(S& a) {
+      auto din = [&]<std::size_t... i>(std::index_sequence<i...>) {
+        return std::tuple<decltype(make_out<T>(
+            std::declval<const std::remove_cvref_t<std::tuple_element_t<i, In>>&>()))...>{};
+      }
+      (std::make_index_sequence<KI>{});
       for (std::size_t k = n; k-- > 0;) {
         const Args args = args_at(k);
         Back s(e, args, kept[k]);
         s.backward(a);
         auto outs = std::tuple_cat(refs(din), refs(a));
+        const bool first = k + 1 == n;  // writes the sums; later steps add to them
         [&]<std::size_t... j>(std::index_sequence<j...>) {
           (write_gradient<T>(std::get<j>(outs), s.template take_gradient<j>(a, unused{}),
-                             at<j>(args), add[j]),
+                             at<j>(args), !first && j < KI),
            ...);
         }
         (std::make_index_sequence<KI + M>{});
-        std::fill(add.begin(), add.begin() + KI, true);
         kept[k] = {};  // its arrays back to the pool
       }
+      return din;
     }
   };
 
