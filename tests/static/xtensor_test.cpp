@@ -519,6 +519,53 @@ TEST(StaticXtensorPool, ReusesAlignedBlocksAcrossThreads) {
   f.deallocate(big, std::size_t{3} << 20);
 }
 
+// Note [Cheap extents]: the working arrays' shape container, inline up to 4 and on the heap
+// beyond; moves leave the source empty or intact, insert and erase keep order; a working array of
+// rank 6 reshapes, reduces and broadcasts as xt::xarray does.
+TEST(StaticXtensorPool, ExtentsInlineAndOnTheHeap) {
+  using E = mg::detail::extents<std::size_t, 4>;
+  E a{2, 3};
+  EXPECT_EQ(a.size(), 2u);
+  EXPECT_EQ(a.capacity(), 4u);
+  a.resize(4);
+  EXPECT_EQ((std::vector<std::size_t>(a.begin(), a.end())), (std::vector<std::size_t>{2, 3, 0, 0}));
+  a.push_back(7);  // the fifth element moves all to the heap
+  EXPECT_GE(a.capacity(), 5u);
+  EXPECT_EQ(a.back(), 7u);
+  E b = a;             // copy of a heap one
+  E c = std::move(a);  // takes the block
+  EXPECT_EQ(c, b);
+  EXPECT_TRUE(a.empty());
+  E d{5, 6, 7};
+  E e = std::move(d);  // inline: copied
+  EXPECT_EQ(e, (E{5, 6, 7}));
+  e.insert(e.begin() + 1, {1, 2});
+  EXPECT_EQ(e, (E{5, 1, 2, 6, 7}));
+  e.erase(e.begin(), e.begin() + 2);
+  EXPECT_EQ(e, (E{2, 6, 7}));
+  e.insert(e.begin(), e.begin() + 1, e.end());  // from itself
+  EXPECT_EQ(e, (E{6, 7, 2, 6, 7}));
+  b = e;
+  EXPECT_EQ(b, e);
+  b = E{1};
+  EXPECT_EQ(b.size(), 1u);
+  EXPECT_THROW((void)b.at(1), std::out_of_range);
+
+  xt::xarray<double> x = xt::arange<double>(720.0);
+  x.reshape({2, 3, 4, 5, 3, 2});
+  mg::detail::work_array<double> w = x;
+  EXPECT_EQ(w.dimension(), 6u);
+  EXPECT_EQ(w(1, 2, 3, 4, 2, 1), x(1, 2, 3, 4, 2, 1));
+  EXPECT_EQ(w.strides()[0], 360);
+  mg::detail::work_array<double> moved = std::move(w);
+  EXPECT_EQ(xt::xarray<double>(xt::sum(moved, {0, 5})), xt::xarray<double>(xt::sum(x, {0, 5})));
+  moved.resize({3, 1});
+  xt::xarray<double> col = {1.0, 2.0, 3.0};
+  col.reshape({3, 1});
+  moved = xt::broadcast(col, std::vector<std::size_t>{3, 2});
+  EXPECT_EQ(moved(2, 1), 3.0);
+}
+
 // Note [Wanted gradients]: gradients for some arguments only (the data operand of a matmul gets
 // none computed) agree with the full gradient, on the general path and the fused one.
 TEST(StaticXtensor, GradientsForSomeArgumentsOnly) {

@@ -127,7 +127,7 @@ struct xt_vector_operand {
 // An array's extents inside the array evaluator: inline up to 4 dimensions, so that reading and
 // broadcasting the shapes of a region's inputs allocates nothing (on arrays of a few elements,
 // one heap allocation per input per region was a quarter of a step's instructions).
-using dims = xt::svector<std::size_t, 4>;
+using dims = extents<std::size_t, 4>;
 
 // out[...] = in broadcast: `in` is read with `strides` (0 along broadcast dimensions) over
 // `shape` from dimension d on; out is contiguous.
@@ -147,10 +147,10 @@ void broadcast_rows(T*& out, const S* in, const dims& shape, const dims& strides
   }
 }
 
-// copy = x broadcast to `shape`, in row-major order: element by element for a contiguous
-// row-major x (a bias row repeated, say), through xtensor's general assignment otherwise.
+// x broadcast to `shape`, in row-major order: element by element for a contiguous row-major x
+// (a bias row repeated, say), through xtensor's general assignment otherwise.
 template <class T, class X>
-void broadcast_copy(work_array<T>& copy, const X& x, const dims& shape) {
+work_array<T> broadcast_copy(const X& x, const dims& shape) {
   if constexpr (XtStrided<X>) {
     if (x.layout() == xt::layout_type::row_major && x.dimension() <= shape.size() &&
         !shape.empty()) {
@@ -161,13 +161,13 @@ void broadcast_copy(work_array<T>& copy, const X& x, const dims& shape) {
         strides[lead + i] = x.shape()[i] == 1 ? 0 : acc;
         acc *= x.shape()[i];
       }
-      copy = work_array<T>::from_shape(shape);
+      work_array<T> copy = work_array<T>::from_shape(shape);
       T* out = copy.data();
       if (copy.size() > 0) broadcast_rows(out, x.data() + x.data_offset(), shape, strides, 0);
-      return;
+      return copy;
     }
   }
-  copy = xt::broadcast(x, shape);
+  return work_array<T>(xt::broadcast(x, shape));
 }
 
 // xt_reduce (below) of an expression with strided memory behind it, read along its strides.
@@ -257,7 +257,7 @@ struct algebra_impl<X> {
   }
   static auto broadcast(const auto& x, const shape_t& shape) {
     using T = xt_value_t<decltype(x)>;
-    const std::vector<std::size_t> s(shape.begin(), shape.end());
+    const dims s(shape.begin(), shape.end());
     if (x.size() == 1 && x.dimension() <= s.size()) {  // a seed or a 0-d gradient: one fill
       work_array<T> r = work_array<T>::from_shape(s);
       r.fill(static_cast<T>(*x.begin()));
@@ -267,11 +267,7 @@ struct algebra_impl<X> {
     bool ok = x.dimension() <= s.size();
     for (std::size_t i = 0, lead = s.size() - x.dimension(); ok && i < x.dimension(); ++i)
       ok = x.shape()[i] == 1 || x.shape()[i] == s[lead + i];
-    if (ok) {
-      work_array<T> r;
-      broadcast_copy(r, x, s);
-      return r;
-    }
+    if (ok) return broadcast_copy<T>(x, s);
     try {
       return work_array<T>(xt::broadcast(x, s));
     } catch (const xt::broadcast_error&) {
@@ -490,8 +486,7 @@ template <class G>
 auto reduce_to_shape(const G& g, const std::vector<std::size_t>& xs) {
   using T = std::remove_cv_t<xt_value_t<G>>;
   const auto& gs = g.shape();
-  if (gs.size() == xs.size() && std::equal(gs.begin(), gs.end(), xs.begin()))
-    return work_array<T>(g);
+  if (same_extents(gs, xs)) return work_array<T>(g);
   if (gs.size() < xs.size())
     fail("sum_to: an array of shape ", shape_string(gs), " cannot be summed to shape ",
          shape_string(xs), " (the target must broadcast to the source)");
@@ -571,8 +566,7 @@ struct xt_policy {
     using R = decltype(reduce_to_shape_of(g, x));
     if constexpr (XtExpr<G> && XtExpr<X> && std::is_same_v<std::remove_cvref_t<G>, R> &&
                   !std::is_lvalue_reference_v<G> && !std::is_const_v<std::remove_reference_t<G>>) {
-      if (std::equal(g.shape().begin(), g.shape().end(), x.shape().begin(), x.shape().end()))
-        return R(std::move(g));
+      if (same_extents(g.shape(), x.shape())) return R(std::move(g));
     }
     return reduce_to_shape_of(g, x);
   }

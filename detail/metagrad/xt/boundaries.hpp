@@ -62,9 +62,7 @@ struct array_boundaries : array_fused {
     }
     (std::make_index_sequence<M>{});
     const auto& shape = std::get<0>(values).shape();
-    const auto same = [&](const auto& x) {
-      return std::equal(x.shape().begin(), x.shape().end(), shape.begin(), shape.end());
-    };
+    const auto same = [&](const auto& x) { return same_extents(x.shape(), shape); };
     bool ok = std::apply([&](const auto&... v) { return (same(v) && ...); }, values);
     [&]<std::size_t... k>(std::index_sequence<k...>) {
       (

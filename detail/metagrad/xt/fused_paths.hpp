@@ -45,7 +45,7 @@ struct array_fused : array_general {
     const auto& f = std::get<first>(std::forward_as_tuple(args...));
     const auto same = [&f](const auto& a) {
       if constexpr (XtExpr<decltype(a)>) {
-        return std::equal(a.shape().begin(), a.shape().end(), f.shape().begin(), f.shape().end());
+        return same_extents(a.shape(), f.shape());
       } else {
         return true;
       }
@@ -98,7 +98,7 @@ struct array_fused : array_general {
     // contiguous row-major arrays of T are read in place; anything else is copied once; an
     // array the loop does not read (an argument of a shaped boundary only) is a 0, never loaded
     // past its end
-    std::tuple<std::conditional_t<XtExpr<A>, work_array<T>, char>...> copies;
+    std::tuple<copy_for<T, A>...> copies;
     using Loop = std::remove_cvref_t<decltype(inner)>;
     const auto data = [&]<std::size_t... k, std::size_t... h>(std::index_sequence<k...>,
                                                               std::index_sequence<h...>) {

@@ -73,7 +73,7 @@ struct array_general {
 
   // mg::repeat's step, its M bodies as one expression p (Note [One sweep per step] in
   // static/scan.hpp): their values in one sweep (Stored: as the sweep holds them, else as
-  // xt::xarray, the type of a state value), and the gradients of sum_j <a_j, body_j> with respect
+  // a work_array, the type of a state value), and the gradients of sum_j <a_j, body_j> with respect
   // to arguments I... in one sweep back.
   static constexpr bool packs_steps = true;
   template <bool Stored, class P, class... A>
@@ -94,7 +94,7 @@ struct array_general {
         return std::tuple{
             std::tuple_element_t<j, Seed>(s.template value<plan_v<E>.child[root][j]>())...};
       } else {
-        return std::tuple{xt::xarray<T>(s.template value<plan_v<E>.child[root][j]>())...};
+        return std::tuple{work_array<T>(s.template value<plan_v<E>.child[root][j]>())...};
       }
     }
     (std::make_index_sequence<plan_v<E>.nchild[root]>{});
@@ -264,8 +264,7 @@ struct array_general {
   template <class T, class G, class A>
   static void shape_like(G& g, const A& a) {
     if constexpr (XtExpr<A>) {
-      if (!std::equal(g.shape().begin(), g.shape().end(), a.shape().begin(), a.shape().end()))
-        g = gradient_like<A, T>(a);
+      if (!same_extents(g.shape(), a.shape())) g = gradient_like<A, T>(a);
     }
   }
 
@@ -316,8 +315,7 @@ struct array_general {
       return;
     }
     if constexpr (XtStridedOf<G, T>) {
-      if (g.layout() == xt::layout_type::row_major &&
-          std::equal(g.shape().begin(), g.shape().end(), a.shape().begin(), a.shape().end())) {
+      if (g.layout() == xt::layout_type::row_major && same_extents(g.shape(), a.shape())) {
         const T* p = g.data() + g.data_offset();
         T* o = out.data();
         for (std::size_t i = 0, size = g.size(); i < size; ++i) o[i] += p[i];
@@ -429,8 +427,7 @@ struct array_general {
       if constexpr (std::is_same_v<G, unused>) {
         out.fill(T(0));
       } else if constexpr (XtStridedOf<G, T>) {
-        if (g.layout() == xt::layout_type::row_major &&
-            std::equal(g.shape().begin(), g.shape().end(), a.shape().begin(), a.shape().end())) {
+        if (g.layout() == xt::layout_type::row_major && same_extents(g.shape(), a.shape())) {
           std::copy(g.data() + g.data_offset(), g.data() + g.data_offset() + g.size(), out.data());
           return;
         }

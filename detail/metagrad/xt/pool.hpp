@@ -19,6 +19,8 @@
 
 #include <xtensor/xarray.hpp>
 
+#include <metagrad/xt/extents.hpp>
+
 #if defined(__SANITIZE_ADDRESS__)
 #define MG_POOL_PASS_THROUGH 1
 #elif defined(__has_feature)
@@ -132,9 +134,10 @@ struct pool_allocator {
   }
 };
 
-/// The static engine's working array: See Note [Pooled arrays].
+/// The static engine's working array: See Note [Pooled arrays] and Note [Cheap extents].
 template <class T>
-using work_array = xt::xarray<T, xt::layout_type::row_major, pool_allocator<T>>;
+using work_array = xt::xarray_container<xt::uvector<T, pool_allocator<T>>,
+                                        xt::layout_type::row_major, extents<std::size_t, 4>>;
 
 }  // namespace mg::detail
 

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -100,19 +101,20 @@ dims dims_of(const X& x) {
 }
 
 // Where the loop reads input x: a number, or n contiguous elements of T in the region's shape
-// (read in place when x already is that, else copied once into `copy`).
+// (read in place when x already is that, else copied once into `copy`, a copy_for<T, X>).
+template <class T, class X>
+using copy_for = std::conditional_t<XtExpr<X>, std::optional<work_array<T>>, char>;
 template <class T, class X, class Shape, class C>
 auto region_source(const X& x, const Shape& shape, C& copy) {
   if constexpr (!XtExpr<X>) {
     return static_cast<T>(x);
   } else {
     if constexpr (XtStridedOf<X, T>) {
-      if (x.layout() == xt::layout_type::row_major && x.dimension() == shape.size() &&
-          std::equal(shape.begin(), shape.end(), x.shape().begin()))
+      if (x.layout() == xt::layout_type::row_major && same_extents(shape, x.shape()))
         return static_cast<const T*>(x.data() + x.data_offset());
     }
-    broadcast_copy(copy, x, dims(shape.begin(), shape.end()));
-    return static_cast<const T*>(copy.data());
+    copy = broadcast_copy<T>(x, dims(shape.begin(), shape.end()));
+    return static_cast<const T*>(copy->data());
   }
 }
 
@@ -177,7 +179,7 @@ struct region_op {
       return scalar_sweep<T, false>(T(0), x...).first;
     } else {
       const dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...});
-      std::tuple<std::conditional_t<XtExpr<X>, work_array<T>, char>...> copies;
+      std::tuple<copy_for<T, X>...> copies;
       const auto srcs = sources<T>(shape, copies, x...);
       work_array<T> out = work_array<T>::from_shape(shape);
       store_sink<T> value{out.data()};
@@ -234,9 +236,9 @@ struct region_op {
     } else {
       dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...});
       shape = broadcast_extents(shape, dims_of(g), "backward");
-      std::tuple<std::conditional_t<XtExpr<X>, work_array<T>, char>...> copies;
+      std::tuple<copy_for<T, X>...> copies;
       const auto srcs = sources<T>(shape, copies, x...);
-      work_array<T> seed_copy;
+      copy_for<T, G> seed_copy;
       const auto seed = region_source<T>(g, shape, seed_copy);
       std::size_t n = 1;
       for (auto e : shape) n *= e;
