@@ -89,10 +89,10 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/xt/dual_family.hpp
   detail/metagrad/xt/dual_tangents.hpp
   detail/metagrad/xt/element_loop.hpp
+  detail/metagrad/xt/extents.hpp
   detail/metagrad/xt/fused.hpp
   detail/metagrad/xt/fused_paths.hpp
   detail/metagrad/xt/general.hpp
-  detail/metagrad/xt/extents.hpp
   detail/metagrad/xt/pool.hpp
   detail/metagrad/xt/region.hpp
   detail/metagrad/xt/transforms.hpp
