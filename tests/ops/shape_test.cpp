@@ -108,6 +108,16 @@ TEST(Linalg, MatmulBatchedBroadcast) {
   expect_ad([](auto a, auto b) { return mg::matmul(a, b); },
             {.shapes = {{2, 1, 2, 3}, {3, 3, 2}}, .scalar = false, .device = false});
 }
+// The static engine reads a batched operand in place: a transposed view as BLAS's 'T', one
+// matrix shared by every batch (stride 0), each batch of a 4-D operand a constant stride apart.
+TEST(Linalg, MatmulBatchedTransposedAndShared) {
+  expect_ad([](auto a, auto b) { return mg::matmul(a, mg::transpose(b, 1, 2)); },
+            {.shapes = {{2, 2, 3}, {2, 4, 3}}, .scalar = false, .device = false});
+  expect_ad([](auto a, auto b) { return mg::matmul(mg::transpose(a, 1, 2), b); },
+            {.shapes = {{4, 3, 2}, {1, 3, 2}}, .scalar = false, .device = false});
+  expect_ad([](auto a, auto b) { return mg::matmul(a, b); },
+            {.shapes = {{2, 3, 2, 3}, {2, 3, 3, 2}}, .scalar = false, .device = false});
+}
 TEST(Linalg, MatmulBatchedVector) {
   expect_ad([](auto a, auto b) { return mg::matmul(a, b); },
             {.shapes = {{3}, {2, 3, 2}}, .scalar = false, .device = false});

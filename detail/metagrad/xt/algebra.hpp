@@ -147,28 +147,117 @@ void broadcast_rows(T*& out, const S* in, const dims& shape, const dims& strides
   }
 }
 
-// x broadcast to `shape`, in row-major order: element by element for a contiguous row-major x
-// (a bias row repeated, say), through xtensor's general assignment otherwise.
+// x broadcast to `shape`, in row-major order: row by row for an x with strided memory (a bias row
+// repeated, a transposed view), adjacent dimensions that x reads contiguously (or broadcasts
+// along both) merged into one; through xtensor's general assignment otherwise.
 template <class T, class X>
 work_array<T> broadcast_copy(const X& x, const dims& shape) {
   if constexpr (XtStrided<X>) {
-    if (x.layout() == xt::layout_type::row_major && x.dimension() <= shape.size() &&
-        !shape.empty()) {
+    if (x.dimension() <= shape.size() && !shape.empty() &&
+        std::all_of(x.strides().begin(), x.strides().end(), [](auto s) { return s >= 0; })) {
       const std::size_t lead = shape.size() - x.dimension();
-      dims strides(shape.size(), 0);
-      std::size_t acc = 1;
-      for (std::size_t i = x.dimension(); i-- > 0;) {
-        strides[lead + i] = x.shape()[i] == 1 ? 0 : acc;
-        acc *= x.shape()[i];
+      dims rows, strides;  // the merged extents, and x's stride along each
+      for (std::size_t i = 0; i < shape.size(); ++i) {
+        const bool own = i >= lead && x.shape()[i - lead] != 1;
+        const std::size_t st = own ? static_cast<std::size_t>(x.strides()[i - lead]) : 0;
+        if (shape[i] == 1) continue;
+        if (!rows.empty() && strides.back() == st * shape[i]) {
+          rows.back() *= shape[i];
+          strides.back() = st;
+        } else {
+          rows.push_back(shape[i]);
+          strides.push_back(st);
+        }
       }
       work_array<T> copy = work_array<T>::from_shape(shape);
       T* out = copy.data();
-      if (copy.size() > 0) broadcast_rows(out, x.data() + x.data_offset(), shape, strides, 0);
+      if (rows.empty()) {  // one element
+        out[0] = static_cast<T>(x.data()[x.data_offset()]);
+      } else if (copy.size() > 0) {
+        broadcast_rows(out, x.data() + x.data_offset(), rows, strides, 0);
+      }
       return copy;
     }
   }
   return work_array<T>(xt::broadcast(x, shape));
 }
+
+// An operand of a batched product, shape `to` (batch..., rows, cols) after numpy's promotion and
+// broadcasting, as a gemm per batch reads it: each batch's matrix in place, row-major ('N') or
+// transposed ('T', a transposed view), the batches `stride` elements apart (0: one matrix for all
+// of them); else copied once, broadcast to `to`. A 1-D operand is one contiguous matrix.
+template <class T>
+struct xt_batch_operand {
+  work_array<T> copy;
+  const T* data = nullptr;
+  char op = 'N';
+  int ld = 1;
+  std::size_t stride = 0;
+
+  template <class X>
+  xt_batch_operand(const X& x, const shape_t& to) {
+    const std::size_t R = to.size();
+    const auto rows = static_cast<std::size_t>(to[R - 2]),
+               cols = static_cast<std::size_t>(to[R - 1]);
+    if (x.dimension() == 1) {
+      if constexpr (XtStridedOf<X, T>) {
+        if (x.strides()[0] == 1 || x.size() <= 1) {
+          set(x.data() + x.data_offset(), 'N', cols, 0);
+          return;
+        }
+      }
+      copy = x;
+      set(copy.data(), 'N', cols, 0);
+      return;
+    }
+    if constexpr (XtStridedOf<X, T>) {
+      if (in_place(x, to, rows, cols)) return;
+    }
+    copy = broadcast_copy<T>(x, dims(to.begin(), to.end()));
+    set(copy.data(), 'N', cols, rows * cols);
+  }
+
+ private:
+  void set(const T* p, char o, std::size_t leading, std::size_t batch_stride) {
+    data = p;
+    op = o;
+    ld = static_cast<int>(std::max<std::size_t>(leading, 1));
+    stride = batch_stride;
+  }
+  template <class X>
+  bool in_place(const X& x, const shape_t& to, std::size_t rows, std::size_t cols) {
+    const std::size_t r = x.dimension();
+    const auto& st = x.strides();
+    const std::ptrdiff_t s0 = st[r - 2], s1 = st[r - 1];
+    const auto ir = static_cast<std::ptrdiff_t>(rows), ic = static_cast<std::ptrdiff_t>(cols);
+    char o;
+    if ((s1 == 1 || cols <= 1) && (s0 == ic || rows <= 1)) {
+      o = 'N';
+    } else if ((s0 == 1 || rows <= 1) && (s1 == ir || cols <= 1)) {
+      o = 'T';
+    } else {
+      return false;
+    }
+    // the batch dimensions: all of extent 1 (one matrix for every batch), or to's own, a
+    // constant stride apart
+    std::size_t batch = 1;
+    for (std::size_t i = 0; i + 2 < r; ++i) batch *= x.shape()[i];
+    std::ptrdiff_t between = 0;
+    if (batch > 1) {
+      if (r != to.size()) return false;
+      between = st[r - 3];
+      std::ptrdiff_t expect = between;
+      for (std::size_t i = r - 2; i-- > 0;) {
+        if (static_cast<std::int64_t>(x.shape()[i]) != to[i]) return false;
+        if (x.shape()[i] != 1 && st[i] != expect) return false;
+        expect *= static_cast<std::ptrdiff_t>(x.shape()[i]);
+      }
+      if (between <= 0) return false;
+    }
+    set(x.data() + x.data_offset(), o, o == 'N' ? cols : rows, static_cast<std::size_t>(between));
+    return true;
+  }
+};
 
 // xt_reduce (below) of an expression with strided memory behind it, read along its strides.
 template <class R, class A>
@@ -355,16 +444,18 @@ struct algebra_impl<X> {
            B.ld, A.data, A.ld, c.data(), static_cast<int>(n));
       return c;
     }
-    // promote 1-D operands, broadcast the batch dimensions into contiguous copies
-    const auto full = [](const auto& x, const shape_t& s, bool vec_rows, const shape_t& to) {
-      work_array<T> v = x;
-      if (s.size() == 1)
-        v.reshape(vec_rows ? std::vector<std::size_t>{1, v.size()}
-                           : std::vector<std::size_t>{v.size(), 1});
-      return work_array<T>(xt::broadcast(v, std::vector<std::size_t>(to.begin(), to.end())));
-    };
-    const work_array<T> A = full(a, sa, true, p.a_full), B = full(b, sb, false, p.b_full);
-    batched_gemm(A.data(), B.data(), c.data(), numel_of(p.batch), p.m, p.k, p.n);
+    // one gemm per batch, each operand read in place where its layout allows
+    if (p.m == 0 || p.n == 0) return c;
+    if (p.k == 0) {
+      c.fill(T(0));
+      return c;
+    }
+    const xt_batch_operand<T> A(a, p.a_full), B(b, p.b_full);
+    const std::size_t batches = static_cast<std::size_t>(numel_of(p.batch));
+    const int m = static_cast<int>(p.m), k = static_cast<int>(p.k), n = static_cast<int>(p.n);
+    for (std::size_t i = 0; i < batches; ++i)
+      gemm(&B.op, &A.op, n, m, k, B.data + i * B.stride, B.ld, A.data + i * A.stride, A.ld,
+           c.data() + i * std::size_t(m) * std::size_t(n), n);
     return c;
   }
   // the outer product of two 1-D operands (checked by the op)

@@ -5,10 +5,14 @@
 // arrays; xt::xarray's aligned allocator goes through posix_memalign, about 600 instructions per
 // allocation and free in glibc, 50,000 of the 105,000 instructions per call. The pool keeps freed
 // blocks per thread, in size classes of powers of two from 64 bytes, and hands them out again: an
-// allocation in steady state is a pop from a list. Blocks above 8 MiB are not cached (there the
-// memory traffic dwarfs malloc), nor beyond 64 MiB cached per thread. A block freed on another
-// thread joins that thread's lists. Under AddressSanitizer the pool passes every request to the
-// heap at its exact size, so that overflows and uses after free are still caught.
+// allocation in steady state is a pop from a list. Beyond 64 MiB cached per thread a freed block
+// goes back to the heap. A block freed on another thread joins that thread's lists. Blocks above
+// 8 MiB come from the tensors' caching allocator (Note [Host caching allocator] in
+// backend/host_cache.hpp; mg::cpu::empty_cache() returns them): from the heap, each was an mmap
+// faulted in page by page on every call, 1.1 million page faults in three evaluations of the
+// Gaussian mixture objective with 100 components in 64 dimensions (half its time). Under
+// AddressSanitizer the pool passes every request to the heap at its exact size, so that
+// overflows and uses after free are still caught.
 #pragma once
 
 #include <algorithm>
@@ -19,6 +23,7 @@
 
 #include <xtensor/xarray.hpp>
 
+#include <metagrad/backend/host_cache.hpp>
 #include <metagrad/xt/extents.hpp>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -34,6 +39,7 @@ namespace mg::detail {
 class block_pool {
  public:
   static constexpr std::size_t alignment = 64;  // a cache line; enough for any SIMD pack
+  static_assert(host_alignment >= alignment);
   static constexpr std::size_t min_shift = 6, classes = 18;  // 64 B .. 8 MiB
   static constexpr std::size_t max_cached_bytes = std::size_t{64} << 20;
 
@@ -51,7 +57,7 @@ class block_pool {
       }
       return ::operator new (class_bytes(c), std::align_val_t{alignment});
     }
-    return ::operator new (bytes, std::align_val_t{alignment});
+    return host_allocate(bytes);
 #endif
   }
 
@@ -67,6 +73,9 @@ class block_pool {
         l.bytes += class_bytes(c);
         return;
       }
+    } else {
+      host_release(p, bytes);
+      return;
     }
 #else
     (void)bytes;
