@@ -65,6 +65,15 @@ concept XtStrided = XtExpr<X> && requires(const X& x) {
 template <class X, class T>
 concept XtStridedOf = XtStrided<X> && std::is_same_v<std::remove_cv_t<xt_value_t<X>>, T>;
 
+// How BLAS reads a rows x cols matrix with element strides (s0, s1) in place: 'N' (row-major),
+// 'T' (column-major: a transposed view), or 0 (neither).
+inline char blas_layout(std::ptrdiff_t s0, std::ptrdiff_t s1, std::size_t rows, std::size_t cols) {
+  const auto ir = static_cast<std::ptrdiff_t>(rows), ic = static_cast<std::ptrdiff_t>(cols);
+  if ((s1 == 1 || cols <= 1) && (s0 == ic || rows <= 1)) return 'N';
+  if ((s0 == 1 || rows <= 1) && (s1 == ir || cols <= 1)) return 'T';
+  return 0;
+}
+
 // A 2-D operand as BLAS reads it: in place when its elements are contiguous in row-major order
 // ('N') or column-major order ('T': a transposed view), else copied once into row-major order.
 template <class T>
@@ -78,14 +87,8 @@ struct xt_gemm_operand {
   explicit xt_gemm_operand(const X& x) {
     const auto rows = x.shape()[0], cols = x.shape()[1];
     if constexpr (XtStridedOf<X, T>) {
-      const auto& st = x.strides();
-      const auto s0 = static_cast<std::size_t>(st[0]), s1 = static_cast<std::size_t>(st[1]);
-      if ((s1 == 1 || cols <= 1) && (s0 == cols || rows <= 1)) {
-        set(x.data() + x.data_offset(), 'N', cols);
-        return;
-      }
-      if ((s0 == 1 || rows <= 1) && (s1 == rows || cols <= 1)) {
-        set(x.data() + x.data_offset(), 'T', rows);
+      if (const char o = blas_layout(x.strides()[0], x.strides()[1], rows, cols)) {
+        set(x.data() + x.data_offset(), o, o == 'N' ? cols : rows);
         return;
       }
     }
@@ -228,16 +231,8 @@ struct xt_batch_operand {
   bool in_place(const X& x, const shape_t& to, std::size_t rows, std::size_t cols) {
     const std::size_t r = x.dimension();
     const auto& st = x.strides();
-    const std::ptrdiff_t s0 = st[r - 2], s1 = st[r - 1];
-    const auto ir = static_cast<std::ptrdiff_t>(rows), ic = static_cast<std::ptrdiff_t>(cols);
-    char o;
-    if ((s1 == 1 || cols <= 1) && (s0 == ic || rows <= 1)) {
-      o = 'N';
-    } else if ((s0 == 1 || rows <= 1) && (s1 == ir || cols <= 1)) {
-      o = 'T';
-    } else {
-      return false;
-    }
+    const char o = blas_layout(st[r - 2], st[r - 1], rows, cols);
+    if (!o) return false;
     // the batch dimensions: all of extent 1 (one matrix for every batch), or to's own, a
     // constant stride apart
     std::size_t batch = 1;
