@@ -117,6 +117,43 @@ TEST(ArrayTransforms, HessianByBlocksOfDirections) {
   }
 }
 
+// An elementwise op of three inputs, all of them along the block's directions: its tangent is
+// the sum of three terms, the first two in one pass over the block and the third added.
+namespace {
+struct triple_op {
+  static constexpr const char* name = "triple";
+  static auto forward(const auto& a, const auto& b, const auto& c) { return a * b * c; }
+  static auto backward(const auto& a, const auto& b, const auto& c, const auto&, const auto& g) {
+    return mg::grads{g * b * c, g * a * c, g * a * b};
+  }
+};
+}  // namespace
+
+TEST(ArrayTransforms, HessianThroughAnOpOfThreeInputs) {
+  const auto f = [](const auto& x) {
+    return mg::sum(mg::apply<triple_op>(mg::sin(x), x * x, mg::exp(x * 0.3)));
+  };
+  const arr x = randn({7}, 43);
+  const arr H = mg::hessian(f)(x);
+  ASSERT_EQ(H.shape(), (std::vector<std::size_t>{7, 7}));
+  // f = sum_i x_i^2 sin(x_i) exp(0.3 x_i): a diagonal Hessian, u'' of u = x^2 sin(x) exp(0.3 x)
+  for (std::size_t i = 0; i < 7; ++i)
+    for (std::size_t k = 0; k < 7; ++k) {
+      const double t = x(i), s = std::sin(t), c = std::cos(t), e = std::exp(0.3 * t);
+      const double want = i != k ? 0.0
+                                 : e * (2 * s + 4 * t * c - t * t * s +
+                                        0.6 * (2 * t * s + t * t * c) + 0.09 * t * t * s);
+      EXPECT_TRUE(near_rel(H(i, k), want, 1e-12)) << i << "," << k << ": " << H(i, k);
+    }
+  const double h = 1e-5;
+  for (std::size_t k = 0; k < 7; ++k) {
+    arr e = xt::zeros<double>({7});
+    e(k) = h;
+    const arr col = (gradient(f, arr(x + e)) - gradient(f, arr(x - e))) / (2 * h);
+    for (std::size_t i = 0; i < 7; ++i) EXPECT_TRUE(near_rel(H(i, k), col(i), 1e-6));
+  }
+}
+
 TEST(ArrayTransforms, HessianVectorProducts) {
   const arr W = randn({5, 4}, 8), x = randn({4}, 9), v = randn({4}, 10);
   const auto f = [&W](auto x) { return mg::sum(mg::tanh(mg::matmul(W, x))) + mg::prod(x); };

@@ -124,7 +124,11 @@ struct block_rule {
       // every dual input has the result's shape: each local derivative once, on that shape, then
       // one pass over the block
       work_array<T> out = work_array<T>::from_shape(with_block(b, ys));
-      (accumulate<d>(op, y, out, b, k == 0, x...), ...);  // the first writes, the others add
+      const work_array<T> local[] = {local_of<d>(op, y, x...)...};
+      term terms[sizeof...(d)];
+      std::size_t live = 0;
+      (add_term(terms, live, local[k], std::get<d>(all).tangent, b), ...);
+      combine(out.data(), terms, live, b, out.size() / std::max<std::size_t>(b, 1));
       return out;
     }
     work_array<T> held[sizeof...(d) + 1];
@@ -135,27 +139,61 @@ struct block_rule {
   static bool same_shape(const work_array<T>& v, const shape_t& s) {
     return std::equal(v.shape().begin(), v.shape().end(), s.begin(), s.end());
   }
-  // out = (first) or += d op / d x_j (on the result's shape) times x_j's tangents, direction by
-  // direction
+  // d op / d x_j on the result's shape (the backward at the seed 1, component j)
   template <std::size_t j, class Y>
-  static void accumulate(const Op& op, const Y& y, work_array<T>& out, std::size_t b, bool first,
-                         const X&... x) {
-    const auto& t = std::get<j>(std::forward_as_tuple(x...)).tangent;
-    const work_array<T> local = as_work<T>(call(
-        elementwise_tangent<Op, sizeof...(X), std::index_sequence<j>>{op}, primal(x)..., y, T(1)));
+  static work_array<T> local_of(const Op& op, const Y& y, const X&... x) {
+    return as_work<T>(call(elementwise_tangent<Op, sizeof...(X), std::index_sequence<j>>{op},
+                           primal(x)..., y, T(1)));
+  }
+  // One input's part of the tangent: its local derivative times its tangent, which holds the
+  // block's directions one after another (step = the result's size) or one direction for all
+  // (step 0).
+  struct term {
+    const T* local;
+    const T* tangent;
+    std::size_t step;
+  };
+  // x_j's term, unless its tangent is one direction of zeros (an adjoint before it meets the
+  // directions): that term adds nothing, and a pass over the block is saved
+  static void add_term(term* terms, std::size_t& live, const work_array<T>& local,
+                       const work_array<T>& t, std::size_t b) {
     const std::size_t m = local.size();
     const bool blocked = t.size() == b * m && t.dimension() == local.dimension() + 1;
-    // distinct arrays: __restrict lets -O2 vectorise without checking for overlap
-    const T* __restrict l = local.data();
-    for (std::size_t k = 0; k < b; ++k) {
-      const T* __restrict tk = t.data() + (blocked ? k * m : 0);
-      T* __restrict ok = out.data() + k * m;
-      if (first) {
-        for (std::size_t e = 0; e < m; ++e) ok[e] = l[e] * tk[e];
-      } else {
-        for (std::size_t e = 0; e < m; ++e) ok[e] += l[e] * tk[e];
-      }
+    if (!blocked && std::all_of(t.data(), t.data() + m, [](T v) { return v == T(0); })) return;
+    terms[live++] = term{local.data(), t.data(), blocked ? m : 0};
+  }
+  // out = the sum of the terms, along each of the b directions: one pass over the block for one
+  // or two terms, a pass more for each further one
+  static void combine(T* out, const term* terms, std::size_t live, std::size_t b, std::size_t m) {
+    if (live == 0) {
+      std::fill(out, out + b * m, T(0));
+      return;
     }
+    for (std::size_t k = 0; k < b; ++k) {
+      const term& u = terms[0];
+      if (live == 1) {
+        product(out + k * m, u.local, u.tangent + k * u.step, m);
+      } else {
+        const term& v = terms[1];
+        product_sum(out + k * m, u.local, u.tangent + k * u.step, v.local, v.tangent + k * v.step,
+                    m);
+      }
+      for (std::size_t i = 2; i < live; ++i)
+        add_product(out + k * m, terms[i].local, terms[i].tangent + k * terms[i].step, m);
+    }
+  }
+  // distinct arrays: __restrict lets -O2 vectorise without checking for overlap
+  static void product(T* __restrict o, const T* __restrict l, const T* __restrict t,
+                      std::size_t m) {
+    for (std::size_t e = 0; e < m; ++e) o[e] = l[e] * t[e];
+  }
+  static void product_sum(T* __restrict o, const T* __restrict l, const T* __restrict t,
+                          const T* __restrict l2, const T* __restrict t2, std::size_t m) {
+    for (std::size_t e = 0; e < m; ++e) o[e] = l[e] * t[e] + l2[e] * t2[e];
+  }
+  static void add_product(T* __restrict o, const T* __restrict l, const T* __restrict t,
+                          std::size_t m) {
+    for (std::size_t e = 0; e < m; ++e) o[e] += l[e] * t[e];
   }
 
   // Linear ops of one input, applied to the block with their dimensions one further.

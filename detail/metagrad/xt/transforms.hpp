@@ -153,10 +153,13 @@ struct tangent_transforms {
       return 1;
     }
   }
+  // output c of f's result as a dual array: the result's own when it is one (no copy)
   template <std::size_t c, class T, class R>
-  static dual_array<T> output(const R& r) {
+  static decltype(auto) output(const R& r) {
     if constexpr (tuple_like<R>) {
-      return as_dual<T>(std::get<c>(r));
+      return output<0, T>(std::get<c>(r));
+    } else if constexpr (std::is_same_v<R, dual_array<T>>) {
+      return static_cast<const dual_array<T>&>(r);
     } else {
       return as_dual<T>(r);
     }
