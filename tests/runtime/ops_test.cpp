@@ -2,8 +2,12 @@
 // static engine, and arrays against finite differences with broadcasting, non-contiguous views,
 // f32 and mixed dtypes.
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 #include <gtest/gtest.h>
+#include <xtensor/xrandom.hpp>
+#include <xtensor/xview.hpp>
 
 #include <metagrad/autograd.hpp>
 #include <metagrad/tensor.hpp>
@@ -52,6 +56,51 @@ TEST(RuntimeArrays, Reductions) {
   check_arrays([](const tensor_list& x) { return mg::sum(sin(x[0]), -1) * x[1]; },
                {{2, 3, 4}, {3}});
   check_arrays([](const tensor_list& x) { return mg::sum(x[0], -3); }, {{2, 3, 4}});
+}
+
+// Reductions over short last dimensions (kept or reduced: two dimensions per step of the CPU
+// kernel) and products small enough for a plain loop, or large enough for BLAS, against loops.
+TEST(RuntimeArrays, ShortRowsAndSmallProductsMatchLoops) {
+  xt::random::seed(71);
+  for (const std::size_t m : {1, 2, 3, 4, 9}) {
+    const xt::xarray<double> a = xt::random::randn<double>(std::vector<std::size_t>{5, 37, m});
+    const tensor t(a);
+    const auto over_n = t.sum(1).to_xtensor<double>(), over_m = t.sum(2).to_xtensor<double>();
+    for (std::size_t k = 0; k < 5; ++k) {
+      for (std::size_t i = 0; i < m; ++i) {
+        double want = 0;
+        for (std::size_t j = 0; j < 37; ++j) want += a(k, j, i);
+        EXPECT_NEAR(over_n(k, i), want, 1e-13) << m;
+      }
+      for (std::size_t j = 0; j < 37; ++j) {
+        double want = 0;
+        for (std::size_t i = 0; i < m; ++i) want += a(k, j, i);
+        EXPECT_NEAR(over_m(k, j), want, 1e-13) << m;
+      }
+    }
+    const auto f = tensor(xt::xarray<float>(a)).sum(1).to_xtensor<float>();
+    EXPECT_NEAR(f(4, m - 1), over_n(4, m - 1), 1e-4);
+  }
+  // [n, k] x [k, p], each operand also transposed: a plain loop below BLAS's threshold, BLAS above
+  for (const auto [n, k, p] :
+       {std::tuple{300, 2, 3}, std::tuple{7, 5, 6}, std::tuple{70, 40, 30}}) {
+    const xt::xarray<double> a =
+        xt::random::randn<double>(std::vector<std::size_t>{std::size_t(n), std::size_t(k)});
+    const xt::xarray<double> b =
+        xt::random::randn<double>(std::vector<std::size_t>{std::size_t(k), std::size_t(p)});
+    const xt::xarray<double> at = xt::transpose(a), bt = xt::transpose(b);
+    xt::xarray<double> want = xt::zeros<double>({std::size_t(n), std::size_t(p)});
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < p; ++j)
+        for (int q = 0; q < k; ++q) want(i, j) += a(i, q) * b(q, j);
+    const tensor ta(a), tb(b), tat(at), tbt(bt);
+    for (const auto& c : {mg::matmul(ta, tb), mg::matmul(tat.t(), tb), mg::matmul(ta, tbt.t()),
+                          mg::matmul(tat.t(), tbt.t())}) {
+      const auto r = c.to_xtensor<double>();
+      ASSERT_EQ(r.shape(), want.shape());
+      for (std::size_t i = 0; i < r.size(); ++i) EXPECT_NEAR(r.flat(i), want.flat(i), 1e-12);
+    }
+  }
 }
 
 TEST(RuntimeArrays, Matmul) {

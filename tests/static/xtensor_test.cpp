@@ -224,6 +224,37 @@ TEST(StaticXtensor, BroadcastingSumsGradientsBack) {
   EXPECT_DOUBLE_EQ(ga(1, 2), 1.0);
 }
 
+// Broadcast copies write what a broadcast dimension repeats once and copy it, doubling: repeat
+// counts that are not powers of two, inner rows of 1 to 3, a repeat between two own dimensions.
+TEST(StaticXtensor, BroadcastCopiesRepeatByDoubling) {
+  using arr = xt::xarray<double>;
+  const auto check = [](const arr& x, const std::vector<std::size_t>& to) {
+    const mg::detail::dims d(to.begin(), to.end());
+    const auto copy = mg::detail::broadcast_copy<double>(x, d);
+    const arr want = xt::broadcast(x, to);
+    ASSERT_EQ(copy.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(copy.data()[i], want.data()[i]) << "element " << i;
+  };
+  check(randn({5, 1, 2}, 60), {5, 1000, 2});
+  check(randn({1, 7, 3}, 61), {6, 7, 3});
+  check(randn({3, 1, 1}, 62), {3, 5, 7});
+  check(randn({4}, 63), {9, 3, 4});
+  check(randn({2, 1, 3, 1}, 64), {2, 11, 3, 13});
+  const arr t = xt::transpose(randn({3, 4}, 65));  // strided: (4, 3) read along strides (1, 4)
+  check(xt::view(t, xt::newaxis(), xt::all(), xt::all()), {5, 4, 3});
+}
+
+// The gradients of inputs broadcast over [k, n, d] with a short d: summed back over n (into d
+// accumulators per k) and over d, as the GMM objective does.
+TEST(StaticXtensor, GradientsSummedBackOverShortRows) {
+  const auto mu = randn({4, 1, 2}, 66), x = randn({1, 37, 2}, 67), w = randn({4, 37, 1}, 68);
+  check_xt([](auto m, auto p, auto q) { return sum(square(p - m) * q); }, mu, x, w);
+  check_xt([](auto m, auto p) { return sum(exp(sum(square(p - m), 2) * -0.5)); }, mu, x);
+  const auto a = randn({3, 20, 5}, 69), b = randn({3, 1, 5}, 70);
+  check_xt([](auto p, auto q) { return sum(tanh(p * q)); }, a, b);
+}
+
 TEST(StaticXtensor, SumAlongAnAxis) {
   const auto x = randn({3, 4}, 12);
   check_xt([](auto a) { return sum(pow(sum(a, 0), 2)); }, x);

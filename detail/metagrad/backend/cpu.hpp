@@ -626,6 +626,49 @@ void parallel_reduce_rows(const nd_space& s, const std::array<const nd_operand*,
   for (const A& v : partial) *acc = combine(*acc, v);
 }
 
+// n rows of m <= 16 elements of q (rows sx1 apart, elements sx) into the accumulators at a
+// (rows so1 apart, elements so; so == 0: each row reduces to one): [k, n, 2] reduced over n keeps
+// its 2 accumulators in registers across the n rows. M = m, or 0 for a run-time m.
+template <class R, int M, class A, class T>
+void short_rows_of(A* a, const T* q, std::int64_t n, std::int64_t m, std::int64_t so,
+                   std::int64_t so1, std::int64_t sx, std::int64_t sx1) {
+  const std::int64_t w = M > 0 ? M : m;
+  if (so != 0 && so1 == 0) {
+    A r[M > 0 ? M : 16];
+    for (std::int64_t i = 0; i < w; ++i) r[i] = a[i * so];
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < w; ++i)
+        r[i] = R::combine(r[i], static_cast<A>(q[j * sx1 + i * sx]));
+    for (std::int64_t i = 0; i < w; ++i) a[i * so] = r[i];
+  } else if (so == 0) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      A r = R::template init<T>();
+      for (std::int64_t i = 0; i < w; ++i) r = R::combine(r, static_cast<A>(q[j * sx1 + i * sx]));
+      a[j * so1] = R::combine(a[j * so1], r);
+    }
+  } else {
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < w; ++i)
+        a[j * so1 + i * so] = R::combine(a[j * so1 + i * so], static_cast<A>(q[j * sx1 + i * sx]));
+  }
+}
+template <class R, class A, class T>
+void short_rows(A* a, const T* q, std::int64_t n, std::int64_t m, std::int64_t so, std::int64_t so1,
+                std::int64_t sx, std::int64_t sx1) {
+  switch (m) {
+    case 1:
+      return short_rows_of<R, 1>(a, q, n, m, so, so1, sx, sx1);
+    case 2:
+      return short_rows_of<R, 2>(a, q, n, m, so, so1, sx, sx1);
+    case 3:
+      return short_rows_of<R, 3>(a, q, n, m, so, so1, sx, sx1);
+    case 4:
+      return short_rows_of<R, 4>(a, q, n, m, so, so1, sx, sx1);
+    default:
+      return short_rows_of<R, 0>(a, q, n, m, so, so1, sx, sx1);
+  }
+}
+
 template <class R>
 void cpu_reduce(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t reduced, void* out) {
   // acc has one accumulator per output element; `o` walks it: contiguous strides over the kept
@@ -660,14 +703,40 @@ void cpu_reduce(dtype d, const nd_space& s, const nd_operand& x, std::uint32_t r
                 *a = R::combine(*a, static_cast<A>(R::row(p + off[1], sx, n)));
               } else {
                 const T* q = p + off[1];
-                for (std::int64_t i = 0; i < n; ++i)
-                  a[i] = R::combine(a[i], static_cast<A>(q[i * sx]));
+                if (sx == 1) {  // a contiguous row: the loop vectorises
+                  for (std::int64_t i = 0; i < n; ++i)
+                    a[i] = R::combine(a[i], static_cast<A>(q[i]));
+                } else {
+                  for (std::int64_t i = 0; i < n; ++i)
+                    a[i] = R::combine(a[i], static_cast<A>(q[i * sx]));
+                }
               }
             },
             start);
       };
-      parallel_reduce_rows<A>(s, ops, n_out, acc.data(), R::template init<T>(), rows,
-                              [](A a, A b) { return R::combine(a, b); });
+      const auto combine = [](A a, A b) { return R::combine(a, b); };
+      const int last = s.rank - 1;
+      if (s.rank >= 2 && s.numel > 0 && s.extents[last] <= 16) {
+        // short rows ([k, n, 2] summed over n or over the 2): each call takes the last two
+        // dimensions, not one row
+        nd_space s2 = s;
+        s2.rank = last;
+        s2.numel = s.numel / s.extents[last];
+        const std::int64_t m = s.extents[last], so1 = o.strides[last - 1],
+                           sx1 = x.strides[last - 1];
+        const auto blocks = [&](const nd_space& sub, const std::array<std::int64_t, 2>& start,
+                                A* a0) {
+          for_each_row(
+              sub, ops,
+              [&](const std::array<std::int64_t, 2>& off, std::int64_t n) {
+                short_rows<R, A>(a0 + off[0], p + off[1], n, m, so, so1, sx, sx1);
+              },
+              start);
+        };
+        parallel_reduce_rows<A>(s2, ops, n_out, acc.data(), R::template init<T>(), blocks, combine);
+      } else {
+        parallel_reduce_rows<A>(s, ops, n_out, acc.data(), R::template init<T>(), rows, combine);
+      }
       T* r = static_cast<T*>(out);
       for (std::int64_t i = 0; i < n_out; ++i)
         r[i] = static_cast<T>(acc[static_cast<std::size_t>(i)]);

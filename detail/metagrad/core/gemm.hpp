@@ -23,13 +23,34 @@ void sgemv_(const char* trans, const int* m, const int* n, const float* alpha, c
 
 namespace mg::detail {
 
+// C = op(A) op(B) by a plain loop, in the same column-major terms, for products too small for
+// BLAS's packing and scaling to pay: an inner dimension of at most 4 (a batch of [1000, 2] x
+// [2, 2]) over at most 4096 results, or at most 512 multiply-adds. False: call BLAS.
+template <class T>
+bool small_gemm(char ta, char tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb,
+                T* c, int ldc) {
+  const std::int64_t results = std::int64_t{m} * n;
+  if (!((k <= 4 && results <= 4096) || results * k <= 512)) return false;
+  const std::int64_t ai = ta == 'N' ? 1 : lda, ap = ta == 'N' ? lda : 1;
+  const std::int64_t bp = tb == 'N' ? 1 : ldb, bj = tb == 'N' ? ldb : 1;
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < m; ++i) {
+      T acc(0);
+      for (std::int64_t p = 0; p < k; ++p) acc += a[i * ai + p * ap] * b[p * bp + j * bj];
+      c[i + j * ldc] = acc;
+    }
+  return true;
+}
+
 inline void gemm(const char* ta, const char* tb, int m, int n, int k, const double* a, int lda,
                  const double* b, int ldb, double* c, int ldc) {
+  if (small_gemm(*ta, *tb, m, n, k, a, lda, b, ldb, c, ldc)) return;
   const double one = 1, zero = 0;
   dgemm_(ta, tb, &m, &n, &k, &one, a, &lda, b, &ldb, &zero, c, &ldc);
 }
 inline void gemm(const char* ta, const char* tb, int m, int n, int k, const float* a, int lda,
                  const float* b, int ldb, float* c, int ldc) {
+  if (small_gemm(*ta, *tb, m, n, k, a, lda, b, ldb, c, ldc)) return;
   const float one = 1, zero = 0;
   sgemm_(ta, tb, &m, &n, &k, &one, a, &lda, b, &ldb, &zero, c, &ldc);
 }

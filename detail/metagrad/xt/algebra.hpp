@@ -133,7 +133,9 @@ struct xt_vector_operand {
 using dims = extents<std::size_t, 4>;
 
 // out[...] = in broadcast: `in` is read with `strides` (0 along broadcast dimensions) over
-// `shape` from dimension d on; out is contiguous.
+// `shape` from dimension d on; out is contiguous. What a broadcast dimension repeats is written
+// once and then copied, doubling the copied part each time (a row of 2 repeated 1000 times is 10
+// copies, not 1000).
 template <class T, class S>
 void broadcast_rows(T*& out, const S* in, const dims& shape, const dims& strides, std::size_t d) {
   const std::size_t n = shape[d], st = strides[d];
@@ -145,6 +147,16 @@ void broadcast_rows(T*& out, const S* in, const dims& shape, const dims& strides
       for (std::size_t j = 0; j < n; ++j) out[j] = st == 0 ? v : static_cast<T>(in[j * st]);
     }
     out += n;
+  } else if (st == 0) {
+    T* const first = out;
+    broadcast_rows(out, in, shape, strides, d + 1);
+    const std::size_t block = static_cast<std::size_t>(out - first);
+    for (std::size_t have = 1; have < n;) {
+      const std::size_t c = std::min(have, n - have);
+      std::copy(first, first + c * block, first + have * block);
+      have += c;
+    }
+    out = first + n * block;
   } else {
     for (std::size_t j = 0; j < n; ++j) broadcast_rows(out, in + j * st, shape, strides, d + 1);
   }

@@ -5,9 +5,12 @@
 // the value's own rank is one direction, or zeros, which broadcast over any block). mg::jacobian
 // and mg::hessian seed B columns of the identity at once, and one pass of f (for mg::hessian, one
 // reverse sweep run on dual arrays) gives B columns of the result:
-// - an elementwise op computes its tangent as for one direction, in one region (one SIMD loop)
-//   over [B, value shape]: a tangent of lower rank than the result gets unit dimensions after
-//   its block dimension, and the numpy broadcast does the rest;
+// - an elementwise op whose dual inputs have the result's shape computes each input's local
+//   derivative once, on that shape, and then the tangent in one pass over [B, value shape] (a
+//   pass more for each input beyond two); an input whose tangent is one direction of zeros (an
+//   adjoint that has not yet met the directions) adds no term. Otherwise, in one region (one
+//   SIMD loop) over [B, value shape]: a tangent of lower rank than the result gets unit
+//   dimensions after its block dimension, and the numpy broadcast does the rest;
 // - the linear ops a reverse sweep is made of (sum, expand, sum_to, slice and its adjoint embed)
 //   apply themselves to the block with their dimensions shifted by one;
 // - any other op computes its tangent once per direction (Note [Dual arrays]).
