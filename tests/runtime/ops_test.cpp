@@ -58,6 +58,15 @@ TEST(RuntimeArrays, Reductions) {
   check_arrays([](const tensor_list& x) { return mg::sum(x[0], -3); }, {{2, 3, 4}});
 }
 
+// A last dimension of 2 under one of 70: the elementwise kernels take rows along the 70 (Note
+// [Long rows]), forward and backward, with broadcast operands on either side.
+TEST(RuntimeArrays, ShortLastDimensionUnderALongOne) {
+  check_arrays([](const tensor_list& x) { return square(x[0] - x[1]) * x[2]; },
+               {{1, 70, 2}, {3, 1, 2}, {3, 70, 1}});
+  check_arrays([](const tensor_list& x) { return exp(x[0] * 0.3) / (1 + x[1] * x[1]); },
+               {{70, 2}, {1, 2}});
+}
+
 // Reductions over short last dimensions (kept or reduced: two dimensions per step of the CPU
 // kernel) and products small enough for a plain loop, or large enough for BLAS, against loops.
 TEST(RuntimeArrays, ShortRowsAndSmallProductsMatchLoops) {

@@ -290,11 +290,43 @@ void cpu_backward_typed(const Op& op, const nd_space& s, const nd_operand* in, c
       });
 }
 
+// Note [Long rows]: the elementwise kernels loop over rows of the index space's last dimension.
+// When that has at most 4 elements under a dimension of at least 64 ([k, n, 2] against a
+// [k, 1, 2] operand, which no merging of dimensions removes), the rows run along the longest
+// dimension instead: strided, element by element, but a 16th of the rows or fewer, each of which
+// costs its walk over the outer dimensions. An elementwise kernel visits every index once, so
+// the order is free. long_row_dim: that dimension, or -1 to keep the last.
+inline int long_row_dim(const nd_space& s) {
+  if (s.rank < 2 || s.extents[s.rank - 1] > 4) return -1;
+  int d = 0;
+  for (int k = 1; k < s.rank - 1; ++k)
+    if (s.extents[k] > s.extents[d]) d = k;
+  return s.extents[d] >= 64 ? d : -1;
+}
+// s, or an operand of it, with dimensions d and the last swapped
+inline nd_space swap_last(nd_space s, int d) {
+  std::swap(s.extents[d], s.extents[s.rank - 1]);
+  return s;
+}
+inline nd_operand swap_last(nd_operand o, int rank, int d) {
+  std::swap(o.strides[d], o.strides[rank - 1]);
+  return o;
+}
+
 template <class Op>
 void cpu_forward(const void* op, dtype value, const nd_space& s, const nd_operand& out,
                  const nd_operand* in) {
   dispatch_floating(value, [&]<class T>(std::type_identity<T>) {
-    cpu_forward_typed<Op, T>(*static_cast<const Op*>(op), s, out, in);
+    const int d = long_row_dim(s);
+    if (d < 0) {
+      cpu_forward_typed<Op, T>(*static_cast<const Op*>(op), s, out, in);
+      return;
+    }
+    constexpr std::size_t N = op_arity<Op>();
+    nd_operand in2[N > 0 ? N : 1];
+    for (std::size_t k = 0; k < N; ++k) in2[k] = swap_last(in[k], s.rank, d);
+    cpu_forward_typed<Op, T>(*static_cast<const Op*>(op), swap_last(s, d),
+                             swap_last(out, s.rank, d), in2);
   });
 }
 
@@ -303,7 +335,19 @@ void cpu_backward(const void* op, dtype value, const nd_space& s, const nd_opera
                   const nd_operand& y, const nd_operand& g, const nd_operand* grads) {
   if constexpr (is_differentiable<Op>()) {
     dispatch_floating(value, [&]<class T>(std::type_identity<T>) {
-      cpu_backward_typed<Op, T>(*static_cast<const Op*>(op), s, in, y, g, grads);
+      const int d = long_row_dim(s);
+      if (d < 0) {
+        cpu_backward_typed<Op, T>(*static_cast<const Op*>(op), s, in, y, g, grads);
+        return;
+      }
+      constexpr std::size_t N = op_arity<Op>();
+      nd_operand in2[N > 0 ? N : 1], grads2[N > 0 ? N : 1];
+      for (std::size_t k = 0; k < N; ++k) {
+        in2[k] = swap_last(in[k], s.rank, d);
+        grads2[k] = swap_last(grads[k], s.rank, d);
+      }
+      cpu_backward_typed<Op, T>(*static_cast<const Op*>(op), swap_last(s, d), in2,
+                                swap_last(y, s.rank, d), swap_last(g, s.rank, d), grads2);
     });
   }
 }
