@@ -91,7 +91,7 @@ TEST(RuntimeArrays, ShortRowsAndSmallProductsMatchLoops) {
     EXPECT_NEAR(f(4, m - 1), over_n(4, m - 1), 1e-4);
   }
   // [n, k] x [k, p], each operand also transposed: a plain loop below BLAS's threshold, BLAS above
-  for (const auto [n, k, p] :
+  for (const auto& [n, k, p] :
        {std::tuple{300, 2, 3}, std::tuple{7, 5, 6}, std::tuple{70, 40, 30}}) {
     const xt::xarray<double> a =
         xt::random::randn<double>(std::vector<std::size_t>{std::size_t(n), std::size_t(k)});
