@@ -34,6 +34,7 @@ set(METAGRAD_PUBLIC_HEADERS
   include/metagrad/profiler.hpp
   include/metagrad/repeat.hpp
   include/metagrad/saved_tensors.hpp
+  include/metagrad/shape.hpp
   include/metagrad/static.hpp
   include/metagrad/tensor.hpp
   include/metagrad/tensor_class.hpp

@@ -1,7 +1,7 @@
 # The layers of the headers (docs/design.md, "Layers"), checked when the top-level project is
 # configured: a header includes nothing from a layer above its own, and no include cycle exists.
 # A header's layer is its folder:
-#   core     detail/metagrad/core/, and the public core types: error, types, call_site, grads,
+#   core     detail/metagrad/core/, and the public core types: error, types, shape, call_site, grads,
 #            concepts, version
 #   ops      include/metagrad/ops/ and ops.hpp: one struct per op
 #   backend  detail/metagrad/backend/: the backend interface, the registry, the CPU backend and
@@ -28,7 +28,7 @@ function(metagrad_layer_of path out)
     set(layer "${CMAKE_MATCH_1}")
   elseif(path MATCHES "^api/" OR path MATCHES "^cuda")
     set(layer face)
-  elseif(path MATCHES "^(error|types|call_site|grads|concepts|version)\\.hpp$")
+  elseif(path MATCHES "^(error|types|shape|call_site|grads|concepts|version)\\.hpp$")
     set(layer core)
   elseif(path STREQUAL "ops/split.hpp" OR path STREQUAL "tensor_class.hpp" OR path STREQUAL "node.hpp")
     set(layer runtime)

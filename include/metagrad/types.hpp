@@ -2,7 +2,8 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+
+#include <metagrad/shape.hpp>
 
 namespace mg {
 
@@ -44,8 +45,5 @@ class device {
 };
 inline constexpr device device::cpu{device_type::cpu};
 inline constexpr device device::cuda{device_type::cuda};
-
-/// A tensor shape: one extent per dimension, outermost first (row-major).
-using shape_t = std::vector<std::int64_t>;
 
 }  // namespace mg

@@ -1,6 +1,8 @@
 // mg::tensor as an array: construction, factories, read-back, xtensor round trip, views.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -242,4 +244,92 @@ TEST(Tensor, PrintsAsTorchDoes) {
   const std::string big = print(mg::zeros({40, 30}, {.dtype = mg::i64}));
   EXPECT_EQ(big.substr(0, 49), "tensor([[0, 0, 0,  ..., 0, 0, 0],\n        [0, 0, ");
   EXPECT_NE(big.find("        ...,\n"), std::string::npos) << big;
+}
+
+// mg::shape_t keeps six extents inline and moves longer shapes to the heap: every operation
+// agrees with std::vector's, across the boundary in both directions.
+TEST(TensorShape, BehavesAsAVectorInlineAndOnTheHeap) {
+  std::mt19937_64 gen(11);
+  for (int round = 0; round < 200; ++round) {
+    mg::shape_t s;
+    std::vector<std::int64_t> v;
+    for (int step = 0; step < 40; ++step) {
+      const auto pick = [&](std::size_t n) { return std::size_t(gen() % n); };
+      const std::int64_t x = std::int64_t(gen() % 100) - 50;
+      switch (pick(9)) {
+        case 0:
+        case 1:
+          s.push_back(x), v.push_back(x);
+          break;
+        case 2:
+          if (!v.empty()) s.pop_back(), v.pop_back();
+          break;
+        case 3: {
+          const std::size_t at = pick(v.size() + 1), n = pick(4);
+          s.insert(s.begin() + at, n, x), v.insert(v.begin() + std::ptrdiff_t(at), n, x);
+          break;
+        }
+        case 4:
+          if (!v.empty()) {
+            const std::size_t at = pick(v.size()), n = pick(v.size() - at + 1);
+            s.erase(s.begin() + at, s.begin() + at + n);
+            v.erase(v.begin() + std::ptrdiff_t(at), v.begin() + std::ptrdiff_t(at + n));
+          }
+          break;
+        case 5: {
+          const std::size_t n = pick(10);
+          s.resize(n, x), v.resize(n, x);
+          break;
+        }
+        case 6: {  // insert a copy of part of itself
+          const std::size_t at = pick(v.size() + 1), n = pick(v.size() + 1);
+          s.insert(s.begin() + at, s.begin(), s.begin() + n);
+          const std::vector<std::int64_t> part(v.begin(), v.begin() + std::ptrdiff_t(n));
+          v.insert(v.begin() + std::ptrdiff_t(at), part.begin(), part.end());
+          break;
+        }
+        case 7: {  // copies and moves keep the values; a moved-from shape is empty
+          mg::shape_t c = s;
+          mg::shape_t m = std::move(c);
+          EXPECT_TRUE(c.empty());
+          s = m;
+          mg::shape_t w;
+          w = std::move(m);
+          s.swap(w);
+          break;
+        }
+        default:
+          if (!v.empty()) {
+            const std::size_t at = pick(v.size());
+            s[at] += x, v[at] += x;
+          }
+      }
+      ASSERT_EQ(s.size(), v.size());
+      ASSERT_TRUE(std::equal(s.begin(), s.end(), v.begin(), v.end()));
+      ASSERT_EQ(s, v);
+      ASSERT_EQ(std::vector<std::int64_t>(s), v);
+    }
+  }
+  const mg::shape_t a{2, 3}, b{2, 4}, c{2, 3, 1};
+  EXPECT_LT(a, b);
+  EXPECT_LT(a, c);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(mg::shape_t(std::vector<std::int64_t>{2, 3}), a);
+  EXPECT_EQ(mg::shape_t(3, 7), (mg::shape_t{7, 7, 7}));
+}
+
+// Tensors of more dimensions than a shape keeps inline: ops, views and their gradients.
+TEST(TensorShape, TensorsOfManyDimensions) {
+  const mg::shape_t eight{2, 1, 2, 1, 3, 1, 2, 2};
+  const tensor x = mg::ones(eight, {.dtype = mg::f64});
+  EXPECT_EQ(x.shape(), eight);
+  EXPECT_EQ(x.strides(), (mg::shape_t{24, 24, 12, 12, 4, 4, 2, 1}));
+  EXPECT_EQ(x.unsqueeze(0).shape(), (mg::shape_t{1, 2, 1, 2, 1, 3, 1, 2, 2}));
+  EXPECT_EQ(x.squeeze().shape(), (mg::shape_t{2, 2, 3, 2, 2}));
+  mg_test::check_arrays(
+      [](const mg::tensor_list& t) {
+        const tensor y = mg::sin(t[0] * t[1]);
+        return y.permute({7, 6, 5, 4, 3, 2, 1, 0}).sum(4) * mg::cos(y.transpose(0, 7).sum(4));
+      },
+      {eight, {1, 1, 2, 1, 3, 1, 1, 2}});
 }
