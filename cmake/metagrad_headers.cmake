@@ -54,6 +54,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/core/element_math.hpp
   detail/metagrad/core/gemm.hpp
   detail/metagrad/core/isa.hpp
+  detail/metagrad/core/object_pool.hpp
   detail/metagrad/core/selection.hpp
   detail/metagrad/core/shape_rules.hpp
   detail/metagrad/core/simd.hpp

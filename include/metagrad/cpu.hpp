@@ -17,6 +17,7 @@
 
 #include <metagrad/backend/host_cache.hpp>
 #include <metagrad/backend/parallel.hpp>
+#include <metagrad/core/object_pool.hpp>
 
 namespace mg {
 
@@ -40,7 +41,11 @@ inline std::size_t max_memory_allocated() { return detail::host_statistics().max
 inline std::size_t memory_reserved() { return detail::host_statistics().reserved; }
 /// Starts max_memory_allocated() again from memory_allocated().
 inline void reset_peak_memory_stats() { detail::host_reset_peak(); }
-/// Returns every cached block to the system; tensors alive keep theirs.
-inline void empty_cache() { detail::host_empty_cache(); }
+/// Returns every cached block to the system (tensors alive keep theirs), and the calling thread's
+/// cached tensor, storage and graph-node objects (Note [Object pool]).
+inline void empty_cache() {
+  detail::host_empty_cache();
+  detail::pool_empty();
+}
 
 }  // namespace mg::cpu

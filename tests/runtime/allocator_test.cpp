@@ -1,7 +1,10 @@
 // The CPU backend's caching allocator (Note [Host caching allocator] in backend/host_cache.hpp):
 // size classes, blocks reused by the next tensor of their class, exact statistics, the cache
 // emptied, a training loop that stops asking the system for memory, and many threads at once
-// (the ThreadSanitizer leg runs this file).
+// (the ThreadSanitizer leg runs this file). And the per-thread pool of the runtime engine's small
+// objects (Note [Object pool] in core/object_pool.hpp).
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <thread>
 #include <vector>
@@ -118,4 +121,79 @@ TEST(HostCache, ThreadsAllocateAndReleaseAtOnce) {
     EXPECT_EQ(sums[t], expected) << t;
   }
   EXPECT_EQ(mg::cpu::memory_allocated(), before);
+}
+
+// A class holds what glibc's chunk for the object holds (n + 8 bytes rounded up to 16, at
+// least 32), no more: pooling costs no memory.
+TEST(ObjectPool, SizeClassesHoldWhatMallocWouldGive) {
+  using mg::detail::pool_class_of;
+  using mg::detail::pool_class_size;
+  for (std::size_t n = 1; n <= 600; ++n) {
+    const std::size_t c = pool_class_of(n);
+    if (c >= mg::detail::pool_classes) {
+      EXPECT_GT(n, 520u);
+      continue;
+    }
+    const std::size_t chunk = std::max<std::size_t>(32, (n + 8 + 15) / 16 * 16);
+    EXPECT_GE(pool_class_size(c), n) << n;
+    EXPECT_EQ(pool_class_size(c), chunk - 8) << n;
+  }
+  EXPECT_EQ(pool_class_of(520), mg::detail::pool_classes - 1);
+  EXPECT_EQ(pool_class_of(521), mg::detail::pool_classes);  // to operator new
+}
+
+TEST(ObjectPool, AFreedTensorsObjectsServeTheNextOnesAndEmptyCacheReturnsThem) {
+  if (!mg::detail::pool_enabled) GTEST_SKIP() << "the pool is off under AddressSanitizer";
+  const void* impl = nullptr;
+  {
+    const tensor a = mg::full({3}, 2.0, {.dtype = mg::f64});
+    impl = a.impl().get();
+  }
+  const tensor b = mg::full({3}, 5.0, {.dtype = mg::f64});
+  EXPECT_EQ(b.impl().get(), impl);
+  EXPECT_EQ((b * b).sum().item<double>(), 75.0);
+  mg::cpu::empty_cache();
+  const auto* lists = mg::detail::thread_pool_lists();
+  ASSERT_NE(lists, nullptr);
+  for (std::size_t c = 0; c < mg::detail::pool_classes; ++c) {
+    EXPECT_EQ(lists->count[c], 0u) << c;
+    EXPECT_EQ(lists->head[c], nullptr) << c;
+  }
+}
+
+// Graphs recorded on worker threads and freed on the main thread (their objects then serve the
+// main thread's), and the reverse; every gradient checked against its closed form.
+TEST(ObjectPool, ObjectsFreedOnAnotherThread) {
+  constexpr int threads = 3, steps = 50;
+  std::vector<std::vector<tensor>> made(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([t, &made] {
+      for (int s = 0; s < steps; ++s) {
+        const tensor x = mg::full({4}, 0.5 + s, {.dtype = mg::f64, .requires_grad = true});
+        made[t].push_back((x * x * double(t + 1)).sum());  // graph kept alive
+        made[t].push_back(x);
+      }
+    });
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < threads; ++t)
+    for (int s = 0; s < steps; ++s) {
+      made[t][2 * s].backward();  // backward on the main thread, then the graph is freed
+      const double x = 0.5 + s;
+      EXPECT_EQ(made[t][2 * s + 1].grad().sum().item<double>(), 4 * 2 * x * (t + 1));
+    }
+  made.clear();
+  for (int s = 0; s < steps; ++s) {  // the main thread's new objects come from those blocks
+    const tensor x = mg::full({5}, 1.5, {.dtype = mg::f64, .requires_grad = true});
+    (mg::exp(x) * x).sum().backward();
+    EXPECT_DOUBLE_EQ(x.grad().sum().item<double>(), 5 * std::exp(1.5) * 2.5);
+  }
+  std::vector<tensor> back;
+  for (int s = 0; s < steps; ++s) back.push_back(mg::full({2}, double(s), {.dtype = mg::f64}));
+  std::thread([v = std::move(back)]() mutable {
+    double total = 0;
+    for (const auto& b : v) total += b.sum().item<double>();
+    EXPECT_EQ(total, 2.0 * steps * (steps - 1) / 2);
+    v.clear();  // freed here: the worker's lists take them, and are returned when it ends
+  }).join();
 }

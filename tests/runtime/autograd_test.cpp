@@ -439,3 +439,45 @@ TEST(RuntimeGrad, IntegerResultsCarryNoGradient) {
   const tensor y = (x * 2.0 + i.to(mg::f64)).sum();
   EXPECT_EQ(values(mg::autograd::grad({y}, {x})[0]), (std::vector<double>{2, 2}));
 }
+
+// Note [Buffers summed in place]: a node's buffer takes its later gradients in place only when
+// nothing else holds it. Here a parameter is read by many slices (summed in place), y's buffer
+// receives one tensor twice (add passes its gradient to both operands: summed out of place), a
+// hook keeps the gradient it saw, and the root gradient is the caller's: none of them changes.
+TEST(RuntimeBackward, BuffersSummedInPlaceLeaveSharedGradientsAlone) {
+  const tensor w = tensor({0.5, -1.0, 2.0, 0.25, 1.5, -0.75}, mg::f64).requires_grad_();
+  tensor y = w * 2.0;
+  tensor seen;
+  y.register_hook([&](const tensor& g) {
+    seen = g;
+    return tensor{};
+  });
+  tensor total = ((y + y) * w).sum();
+  for (int k = 0; k < 10; ++k) {
+    const tensor s = w.slice(0, k % 4, k % 4 + 3);
+    total = total + (s * s).sum() * double(k + 1);
+  }
+  const tensor root = tensor(1.0, mg::f64);
+  total.backward(root);
+  EXPECT_EQ(root.item<double>(), 1.0);
+  // d/dw of 4 w.w is 8 w; each slice k adds 2 (k + 1) w on its three elements
+  const std::vector<double> wv = values(w);
+  std::vector<double> expected(6);
+  for (std::size_t i = 0; i < 6; ++i) expected[i] = 8 * wv[i];
+  for (int k = 0; k < 10; ++k)
+    for (int i = k % 4; i < k % 4 + 3; ++i)
+      expected[std::size_t(i)] += 2.0 * (k + 1) * wv[std::size_t(i)];
+  const std::vector<double> g = values(w.grad());
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(g[i], expected[i], 1e-12) << i;
+  // y's gradient: 2 w from each operand of y + y
+  const std::vector<double> sv = values(seen);
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(sv[i], 2 * wv[i], 1e-12) << i;
+  mg_test::check_arrays(
+      [](const mg::tensor_list& x) {
+        const tensor v = x[0] * 2.0;
+        tensor t = ((v + v) * x[0]).sum();
+        for (int k = 0; k < 10; ++k) t = t + mg::sin(x[0].slice(0, k % 4, k % 4 + 3)).sum();
+        return t;
+      },
+      {{6}});
+}

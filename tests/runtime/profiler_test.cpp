@@ -336,16 +336,17 @@ TEST(Profiler, CountsEveryForwardOpAndBackwardNode) {
     EXPECT_EQ(e.parent, 0u) << e.name;  // backward nodes run one after another, not nested
   }
   // and nothing else: sum's backward expands g (nested in its node), and the engine adds the two
-  // gradients that reach x (between nodes)
+  // gradients that reach x (between nodes), the second into the first in place (Note [Buffers
+  // summed in place])
   EXPECT_EQ(count_by_name(events), (std::map<std::string, int>{{"mul", 3},
                                                                {"sum", 1},
                                                                {"expand", 1},
-                                                               {"add", 1},
+                                                               {"add_", 1},
                                                                {bw("mul"), 3},
                                                                {bw("sum"), 1},
                                                                {bw("accumulate_grad"), 2}}));
   EXPECT_EQ(only(events, "expand").parent, only(events, bw("sum")).id);
-  EXPECT_EQ(only(events, "add").parent, 0u);
+  EXPECT_EQ(only(events, "add_").parent, 0u);
   EXPECT_EQ(mg_test::values(x.grad()), (std::vector<double>{16, 40, 72}));  // 4 x w
 }
 

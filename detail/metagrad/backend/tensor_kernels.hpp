@@ -26,7 +26,7 @@ namespace mg::detail {
 
 // Uninitialised storage for n elements. See Note [Storage interface].
 inline std::shared_ptr<storage> allocate(std::int64_t n, dtype d, device dev) {
-  auto s = std::make_shared<storage>();
+  auto s = make_pooled<storage>();
   s->nbytes = static_cast<std::size_t>(n) * element_size(d);
   s->dtype = d;
   s->device = dev;
@@ -43,7 +43,7 @@ inline std::shared_ptr<storage> allocate(std::int64_t n, dtype d, device dev) {
 inline impl_ptr make_impl(const shape_t& shape, dtype d, device dev = device::cpu) {
   for (auto e : shape)
     if (e < 0) fail("tensor: negative extent in shape ", shape_string(shape));
-  auto t = std::make_shared<tensor_impl>();
+  auto t = make_pooled<tensor_impl>();
   t->store = allocate(numel_of(shape), d, dev);
   t->shape = shape;
   t->strides = contiguous_strides(shape);

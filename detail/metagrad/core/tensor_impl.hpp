@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 
+#include <metagrad/core/object_pool.hpp>
 #include <metagrad/core/storage.hpp>
 
 namespace mg {
@@ -84,7 +85,7 @@ using impl_ptr = std::shared_ptr<tensor_impl>;
 
 // A new impl viewing the same elements, with no autograd information.
 inline impl_ptr alias_of(const tensor_impl& x) {
-  auto t = std::make_shared<tensor_impl>();
+  auto t = make_pooled<tensor_impl>();
   t->store = x.store;
   t->shape = x.shape;
   t->strides = x.strides;

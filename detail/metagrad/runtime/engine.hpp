@@ -173,10 +173,24 @@ inline bool will_execute(const graph_task& t, const graph_node* n) {
 
 inline const engine_ops& task_ops() { return *current_task()->call.ops; }
 
+// Note [Buffers summed in place]: a node's input buffer sums the gradients its uses send. The
+// first is kept; a later one is added into it in place when create_graph is off and nothing else
+// holds the buffer's tensor or its elements (as torch's InputBuffer accumulates), else the sum is
+// a new tensor. A parameter read by many ops of a loop, each sending a gradient of its shape, then
+// costs one kernel per use rather than a new tensor.
 template <int = 0>
 void add_gradient(const engine_ops& ops, impl_ptr& slot, impl_ptr g) {
   if (!g) return;
-  slot = slot ? ops.add(tensor(slot), tensor(g)).impl() : std::move(g);
+  if (!slot) {
+    slot = std::move(g);
+  } else if (!grad_mode() && sole_owner(slot) && slot->dtype() == g->dtype() &&
+             slot->device() == g->device() && slot->shape == g->shape) {
+    tensor sum(std::move(slot));
+    ops.add_in_place(sum, tensor(std::move(g)));
+    slot = sum.impl();
+  } else {
+    slot = ops.add(tensor(slot), tensor(g)).impl();
+  }
 }
 
 template <int = 0>

@@ -420,6 +420,13 @@ const engine_ops& task_ops();
 // existing .grad cannot take the sum in place (another dtype, an expanded or inference tensor),
 // the sum is a new tensor. retain_grad and backward's non-leaf .inputs accumulate out of place
 // (in_place false) and copy, as torch's retains_grad hook does.
+// Nothing but this handle holds g or its elements, which are contiguous and have no history: a
+// gradient the engine may keep as it is, or write into.
+inline bool sole_owner(const impl_ptr& g) {
+  return g.use_count() == 1 && g->store.use_count() == 1 && !g->is_view && !g->base &&
+         !g->grad_fn && !g->is_inference && g->offset == 0 && g->is_contiguous();
+}
+
 template <int = 0>
 void accumulate_into(const engine_ops& ops, tensor_impl& t, const impl_ptr& g,
                      bool in_place = false) {
@@ -427,9 +434,7 @@ void accumulate_into(const engine_ops& ops, tensor_impl& t, const impl_ptr& g,
   if (!t.grad) {
     if (grad_mode()) {
       t.grad = ops.clone(tensor(g)).impl();
-    } else if (in_place && g.use_count() == 1 && g->store.use_count() == 1 && !g->is_view &&
-               !g->base && !g->grad_fn && !g->is_inference && g->offset == 0 &&
-               g->is_contiguous()) {
+    } else if (in_place && sole_owner(g)) {
       t.grad = g;
     } else {
       t.grad = copy_kernel(*g, g->dtype(), g->shape);

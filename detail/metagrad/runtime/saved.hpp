@@ -12,8 +12,8 @@
 //   - whatever the innermost saved-tensor pack hook returned, with the history kept beside it;
 //   - for a backward that reads only the shape (saved::input_shapes): a tensor without elements
 //     that describes it, kept after backward (as torch keeps sizes, not tensors).
-// Inputs, outputs and shapes are kept as the fields of an alias (saved_variable::view, 56 bytes
-// against a tensor_impl's 200: a chain of a million ops saves a million of them), made into a
+// Inputs, outputs and shapes are kept as the fields of an alias (saved_variable::view, 64 bytes
+// against a tensor_impl's 280: a chain of a million ops saves a million of them), made into a
 // tensor on unpack. Two things make most of them smaller still:
 //   - an input that is one of the owner's operands has its history in the owner's edge for it
 //     (same grad_fn, same output number): the saved value records the edge's index instead;
@@ -146,7 +146,7 @@ class saved_variable {
     output_nr_ = t->output_nr;
     if (!check_version) {
       // only the shape is read (saved::input_shapes): a tensor without elements that describes t
-      auto v = std::make_shared<view>();
+      auto v = make_pooled<view>();
       v->store = empty_storage(t->dtype(), t->device());
       v->set_dims(t->shape, t->strides);
       payload_ = std::move(v);
@@ -198,7 +198,7 @@ class saved_variable {
         bare_ = true;
         return;
       }
-      auto v = std::make_shared<view>();
+      auto v = make_pooled<view>();
       v->store = t->store;
       v->set_dims(t->shape, t->strides);
       v->offset = t->offset;
@@ -244,28 +244,40 @@ class saved_variable {
   friend struct graph_dot_access;  // reads it for the graph picture (<metagrad/graph_dot.hpp>)
   enum class kind : std::uint8_t { empty, leaf, input, output, number, packed, shape };
   // What an input, an output or a shape is saved as (Note [Saved tensors]): the fields of an
-  // alias, made into a tensor on unpack; 56 bytes (a 0-d tensor's needs no other allocation,
-  // another's shape and strides share one).
+  // alias, made into a tensor on unpack; 64 bytes (a tensor of rank 0 or 1 needs no other
+  // allocation, another's shape and strides share one).
   struct view {
     std::shared_ptr<storage> store;
-    std::shared_ptr<graph_node> grad_fn;   // an input's when saved
-    std::unique_ptr<std::int64_t[]> dims;  // the shape, then the strides; null when 0-d
+    std::shared_ptr<graph_node> grad_fn;  // an input's when saved
     std::int64_t offset = 0;
     std::uint32_t detaches = 0;  // the storage's count of in-place detaches when saved
     std::uint16_t rank = 0;
     bool wrapped_number = false;
 
+    view() = default;
+    view(const view&) = delete;
+    view& operator=(const view&) = delete;
+    ~view() {
+      if (rank > 1) delete[] dims_.many;
+    }
     void set_dims(const shape_t& shape, const shape_t& strides) {
       rank = static_cast<std::uint16_t>(shape.size());
-      if (shape.empty()) return;
-      dims = std::make_unique_for_overwrite<std::int64_t[]>(2 * shape.size());
-      std::copy(shape.begin(), shape.end(), dims.get());
-      std::copy(strides.begin(), strides.end(), dims.get() + rank);
+      std::int64_t* d = dims_.few;  // rank 1: the extent and the stride inline
+      if (rank > 1) d = dims_.many = new std::int64_t[2 * shape.size()];
+      std::copy(shape.begin(), shape.end(), d);
+      std::copy(strides.begin(), strides.end(), d + rank);
     }
-    std::span<const std::int64_t> shape() const { return {dims.get(), rank}; }
-    std::span<const std::int64_t> strides() const { return {dims.get() + rank, rank}; }
+    std::span<const std::int64_t> shape() const { return {dims(), rank}; }
+    std::span<const std::int64_t> strides() const { return {dims() + rank, rank}; }
+
+   private:
+    union {
+      std::int64_t* many;  // rank over 1: the shape, then the strides
+      std::int64_t few[2];
+    } dims_{};
+    const std::int64_t* dims() const { return rank > 1 ? dims_.many : dims_.few; }
   };
-  static_assert(sizeof(void*) != 8 || sizeof(view) == 56);
+  static_assert(sizeof(void*) != 8 || sizeof(view) == 64);
   struct packed_entry {
     std::shared_ptr<packed_tensor> packed;
     std::shared_ptr<graph_node> history;  // grad_fn (the accumulator, for a leaf) when saved
@@ -423,7 +435,7 @@ impl_ptr saved_variable::unpack(const graph_node* owner, const char* op) const {
     check_unchanged(*data->store, data->shape, op);
     return data;
   }
-  auto t = std::make_shared<tensor_impl>();
+  auto t = make_pooled<tensor_impl>();
   t->is_inference = false;  // an inference tensor is never saved
   if (bare()) {
     t->store = std::static_pointer_cast<storage>(payload_);
@@ -510,7 +522,7 @@ template <class T, class... A>
 std::shared_ptr<T> new_graph_node(A&&... a) {
   static const bool set = (final_node<T>::backward_of_type = &final_node<T>::run_backward, true);
   (void)set;
-  return std::make_shared<final_node<T>>(std::forward<A>(a)...);
+  return make_pooled<final_node<T>>(std::forward<A>(a)...);
 }
 
 }  // namespace mg::detail
