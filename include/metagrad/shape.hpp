@@ -22,7 +22,7 @@ namespace mg {
 ///
 /// Note [Inline shapes]: every tensor the runtime engine makes has a shape and strides, and every
 /// op copies, broadcasts or compares a few of them; as `std::vector`s they were most of the heap
-/// allocations of a small op (docs/performance.md, "An LSTM over a sequence").
+/// allocations of a small op (docs/performance.md, "The runtime engine on the same LSTM").
 class shape_t {
  public:
   using value_type = std::int64_t;
