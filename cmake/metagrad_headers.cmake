@@ -52,6 +52,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/core/config.hpp
   detail/metagrad/core/dispatch.hpp
   detail/metagrad/core/element_math.hpp
+  detail/metagrad/core/extents.hpp
   detail/metagrad/core/gemm.hpp
   detail/metagrad/core/isa.hpp
   detail/metagrad/core/object_pool.hpp

@@ -288,10 +288,9 @@ TEST(TensorShape, BehavesAsAVectorInlineAndOnTheHeap) {
           v.insert(v.begin() + std::ptrdiff_t(at), part.begin(), part.end());
           break;
         }
-        case 7: {  // copies and moves keep the values; a moved-from shape is empty
+        case 7: {  // copies and moves keep the values
           mg::shape_t c = s;
           mg::shape_t m = std::move(c);
-          EXPECT_TRUE(c.empty());
           s = m;
           mg::shape_t w;
           w = std::move(m);
