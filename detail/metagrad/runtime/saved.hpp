@@ -13,7 +13,7 @@
 //   - for a backward that reads only the shape (saved::input_shapes): a tensor without elements
 //     that describes it, kept after backward (as torch keeps sizes, not tensors).
 // Inputs, outputs and shapes are kept as the fields of an alias (saved_variable::view, 64 bytes
-// against a tensor_impl's 280: a chain of a million ops saves a million of them), made into a
+// against a tensor_impl's 296: a chain of a million ops saves a million of them), made into a
 // tensor on unpack. Two things make most of them smaller still:
 //   - an input that is one of the owner's operands has its history in the owner's edge for it
 //     (same grad_fn, same output number): the saved value records the edge's index instead;
