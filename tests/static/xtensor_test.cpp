@@ -772,3 +772,116 @@ TEST(StaticXtensor, ColumnMajorArguments) {
   static_assert(std::is_same_v<decltype(mg::grad([](auto p) { return sum(p * p); })(cols)),
                                xt::xarray<double>>);
 }
+
+// Note [Periodic sources]: an argument whose type has fewer dimensions than another's, broadcast
+// along the leading ones (a bias row beside a batch), is read in place by the fused loops and the
+// regions, and its gradient summed per column in the loop. Against the general path, central
+// differences, and (second order) a central difference of the gradient along a direction.
+TEST(StaticXtensorFusion, BiasRowsReadInPlace) {
+  using m2 = xt::xtensor<double, 2>;
+  using v1 = xt::xtensor<double, 1>;
+  using m3 = xt::xtensor<double, 3>;
+  const m2 x = randn({6, 5}, 80), w = randn({5, 9}, 81), y = randn({7, 16}, 82);
+  const v1 b = randn({9}, 83), c = randn({16}, 84), small = randn({1}, 85);
+  const m3 z = randn({3, 4, 16}, 86);
+  const m2 rows = randn({4, 16}, 87);
+  // a dense layer: one boundary, a bias of 9 (a scalar tail per row)
+  const auto dense = [](auto p, auto q, auto r) { return sum(tanh(matmul(p, q) + r) * 0.5); };
+  expect_boundaries_match_general(dense, x, w, b);
+  // the plain fused loop, a hoisted number, a product and a scalar epilogue
+  expect_boundaries_match_general([](auto p, auto r) { return sum(sin(p) * r + r * r); }, y, c);
+  expect_boundaries_match_general([](auto p, auto r, auto s) { return sum(exp(p * r) / (s * s)); },
+                                  y, c, 1.3);
+  expect_boundaries_match_general([](auto p, auto r) { return prod(1.0 + 0.1 * p * r); }, y, c);
+  expect_boundaries_match_general([](auto p, auto r) { return log(sum(exp(p - r))); }, y, c);
+  // two periods (16 and 64) over a batch of 192: rows of 16, the longer period wrapping
+  expect_boundaries_match_general([](auto p, auto r, auto q) { return sum(p * r * q + exp(q)); }, z,
+                                  c, rows);
+  // one element is no row: the general path, the same numbers
+  expect_boundaries_match_general([](auto p, auto r) { return sum(sin(p) * r); }, y, small);
+  // arrays whose type does not fix their rank
+  expect_boundaries_match_general([](auto p, auto r) { return sum(exp(p * r)); },
+                                  randn({6, 16}, 89), randn({16}, 79));
+  // a float column sum over many rows is summed in double: one rounding from the exact sum
+  xt::random::seed(78);
+  const xt::xtensor<float, 2> many = xt::random::rand<float>({20000, 8}, 0.5f, 1.5f);
+  const xt::xtensor<float, 1> ones = xt::ones<float>({8});
+  const auto column = mg::grad<1>([](auto p, auto r) { return sum(p * r); })(many, ones);
+  for (std::size_t j = 0; j < 8; ++j) {
+    double exact = 0;
+    for (std::size_t i = 0; i < 20000; ++i) exact += many(i, j);
+    EXPECT_NEAR(column(j), exact, 1.5e-7 * exact) << j;  // summed in float: up to 4e-6
+  }
+  // second order: the Hessian-vector product against a central difference of the gradient
+  const v1 u = randn({9}, 88);
+  const double h = 1e-5;
+  const auto g = mg::grad<2>(dense);
+  const v1 hv = std::get<1>(mg::jvp(g, std::tuple{x, w, b}, std::tuple{0.0 * x, 0.0 * w, u}));
+  const v1 fd = (g(x, w, v1(b + h * u)) - g(x, w, v1(b - h * u))) / (2 * h);
+  for (std::size_t i = 0; i < b.size(); ++i) EXPECT_NEAR(hv(i), fd(i), 1e-7) << i;
+}
+
+// The regions of the general path read a bias row in place too, forward and backward.
+TEST(StaticXtensorRegions, BiasRowsReadInPlace) {
+  const xt::xtensor<double, 2> y = randn({7, 16}, 90);
+  const xt::xtensor<double, 1> c = randn({16}, 91);
+  const auto f = [](auto p, auto r) { return sum(exp(p * r + 1.0) * mean(p)); };
+  const auto [v, g] = mg::value_and_grad(f)(y, c);
+  const xt::xtensor<double, 2> e = xt::exp(y * c + 1.0);
+  const double m = xt::mean(y)(), s = xt::sum(e)();
+  EXPECT_NEAR(v, s * m, 1e-12 * std::fabs(s * m));
+  const xt::xtensor<double, 1> dc = xt::sum(e * y, {0}) * m;
+  const xt::xtensor<double, 2> dy = e * c * m + s / double(y.size());
+  for (std::size_t j = 0; j < c.size(); ++j) EXPECT_NEAR(std::get<1>(g)(j), dc(j), 1e-10) << j;
+  for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(std::get<0>(g).flat(i), dy.flat(i), 1e-10);
+  check_xt(f, y, c);
+}
+
+// Note [Gradients written in place]: a product of two matrices at a shaped boundary writes its
+// operands' gradients straight into the results where it can; wherever it cannot (a result also
+// written by the loop, an operand used twice, a column-major result, a gradient asked for twice)
+// the gradients are the same.
+TEST(StaticXtensorFusion, BoundaryGradientsWrittenInPlace) {
+  using m2 = xt::xtensor<double, 2>;
+  const m2 p = randn({5, 3}, 95), q = randn({3, 4}, 96), sq = randn({3, 3}, 97);
+  const auto f = [](auto a, auto b) { return sum(tanh(matmul(a, b))); };
+  expect_boundaries_match_general(f, p, q);
+  const auto [gp, gq] = mg::grad(f)(p, q);
+  const m2 only_q = mg::grad<1>(f)(p, q);
+  const auto [q1, q2] = mg::grad<1, 1>(f)(p, q);
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    EXPECT_DOUBLE_EQ(only_q.flat(i), gq.flat(i));
+    EXPECT_DOUBLE_EQ(q1.flat(i), gq.flat(i));
+    EXPECT_DOUBLE_EQ(q2.flat(i), gq.flat(i));
+  }
+  // d/dz tanh(z) summed: G B^T and A^T G with G = 1 - tanh(A B)^2
+  m2 G = xt::zeros<double>({5, 4}), dp = xt::zeros<double>({5, 3}), dq = xt::zeros<double>({3, 4});
+  for (std::size_t i = 0; i < 5; ++i)
+    for (std::size_t j = 0; j < 4; ++j) {
+      double z = 0;
+      for (std::size_t k = 0; k < 3; ++k) z += p(i, k) * q(k, j);
+      G(i, j) = 1 - std::tanh(z) * std::tanh(z);
+    }
+  for (std::size_t i = 0; i < 5; ++i)
+    for (std::size_t j = 0; j < 4; ++j)
+      for (std::size_t k = 0; k < 3; ++k) {
+        dp(i, k) += G(i, j) * q(k, j);
+        dq(k, j) += p(i, k) * G(i, j);
+      }
+  for (std::size_t i = 0; i < p.size(); ++i) EXPECT_NEAR(gp.flat(i), dp.flat(i), 1e-12);
+  for (std::size_t i = 0; i < q.size(); ++i) EXPECT_NEAR(gq.flat(i), dq.flat(i), 1e-12);
+  // the operand read by the loop too; an operand used twice; column-major arguments; float
+  expect_boundaries_match_general([](auto a, auto b) { return sum(tanh(matmul(a, b)) * a); }, sq,
+                                  sq);
+  expect_boundaries_match_general(
+      [](auto a, auto b) { return sum(sin(matmul(a, a)) * matmul(b, a)); }, sq, m2(sq + 0.5));
+  const xt::xtensor<double, 2, xt::layout_type::column_major> pc = p;
+  const auto [gpc, gqc] = mg::grad(f)(pc, q);
+  for (std::size_t i = 0; i < 5; ++i)
+    for (std::size_t k = 0; k < 3; ++k) EXPECT_NEAR(gpc(i, k), dp(i, k), 1e-12);
+  for (std::size_t i = 0; i < q.size(); ++i) EXPECT_NEAR(gqc.flat(i), dq.flat(i), 1e-12);
+  const xt::xtensor<float, 2> pf = xt::cast<float>(p), qf = xt::cast<float>(q);
+  const auto [gpf, gqf] = mg::grad(f)(pf, qf);
+  for (std::size_t i = 0; i < p.size(); ++i) EXPECT_NEAR(gpf.flat(i), dp.flat(i), 1e-5);
+  for (std::size_t i = 0; i < q.size(); ++i) EXPECT_NEAR(gqf.flat(i), dq.flat(i), 1e-5);
+}

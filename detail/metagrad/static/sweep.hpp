@@ -472,6 +472,14 @@ class sweep {
     }
   }
   MG_HD MG_INLINE constexpr decltype(auto) result() const { return value<N - 1>(); }
+  // Note [A known result]: after forward(), the result's value as computed before (a region's
+  // backward has the value its forward stored). Nothing but the root's own backward reads the root
+  // slot, so its computation in forward() is dead, and the compiler drops it from an inlined sweep:
+  // the region's backward computes no tanh for tanh(x + b).
+  template <class V>
+  MG_HD MG_INLINE constexpr void set_result(const V& v) requires(!Borrows) {
+    if constexpr (plan_v<E>.nchild[N - 1] > 0) at<N - 1>(vals_) = v;
+  }
 
   MG_HD MG_INLINE constexpr void forward() { forward_slots(slots{}); }
 

@@ -439,16 +439,7 @@ struct algebra_impl<X> {
     work_array<T> c =
         work_array<T>::from_shape(std::vector<std::size_t>(p.out.begin(), p.out.end()));
     if (sa.size() == 2 && sb.size() == 2) {
-      const auto m = p.m, k = p.k, n = p.n;
-      if (m == 0 || n == 0) return c;
-      if (k == 0) {
-        c.fill(T(0));
-        return c;
-      }
-      const xt_gemm_operand<T> A(a), B(b);
-      // row-major C = A B is column-major C^T = B^T A^T: See Note [Row-major gemm] in blas.hpp
-      gemm(&B.op, &A.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), B.data,
-           B.ld, A.data, A.ld, c.data(), static_cast<int>(n));
+      matmul_into(a, b, c.data());
       return c;
     }
     // one gemm per batch, each operand read in place where its layout allows
@@ -464,6 +455,21 @@ struct algebra_impl<X> {
       gemm(&B.op, &A.op, n, m, k, B.data + i * B.stride, B.ld, A.data + i * A.stride, A.ld,
            c.data() + i * std::size_t(m) * std::size_t(n), n);
     return c;
+  }
+  // C = A B for two matrices whose shapes agree (m x k by k x n), written into c: m x n elements,
+  // row-major; the operands read in place where their layout allows
+  template <class T>
+  static void matmul_into(const auto& a, const auto& b, T* c) {
+    const std::size_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+      std::fill(c, c + m * n, T(0));
+      return;
+    }
+    const xt_gemm_operand<T> A(a), B(b);
+    // row-major C = A B is column-major C^T = B^T A^T: See Note [Row-major gemm] in blas.hpp
+    gemm(&B.op, &A.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), B.data, B.ld,
+         A.data, A.ld, c, static_cast<int>(n));
   }
   // the outer product of two 1-D operands (checked by the op)
   static auto outer(const auto& a, const auto& b) {

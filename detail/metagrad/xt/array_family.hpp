@@ -178,10 +178,11 @@ struct evaluator<array_family> : tangent_transforms<array_family>, array_boundar
     using E = traced_t<F, sizeof...(A)>;
     const E e = trace(f, std::index_sequence_for<A...>{});
     if constexpr (fused_sum_v<E, std::tuple<A...>>) {
-      if (full_sum(e) && same_shapes(args...)) return fused<Form, I...>(e, args...);
+      if (full_sum(e) && loop_shapes_agree(args...)) return fused<Form, I...>(e, args...);
     } else if constexpr (epilogue_v<E, std::tuple<A...>>) {  // Note [Scalar epilogue]
       const auto s = epilogue_sum<std::tuple<A...>>(e);
-      if (full_sum(s) && same_shapes(args...)) return fused_epilogue<Form, I...>(e, s, args...);
+      if (full_sum(s) && loop_shapes_agree(args...))
+        return fused_epilogue<Form, I...>(e, s, args...);
     }
     if constexpr (boundary_sum_v<E, std::tuple<A...>>) {  // Note [Shaped boundaries]
       return boundaries_or_general<Form, I...>(e, args...);

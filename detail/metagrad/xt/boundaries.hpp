@@ -64,11 +64,13 @@ struct array_boundaries : array_fused {
     const auto& shape = std::get<0>(values).shape();
     const auto same = [&](const auto& x) { return same_extents(x.shape(), shape); };
     bool ok = std::apply([&](const auto&... v) { return (same(v) && ...); }, values);
+    // or a bias row (Note [Periodic sources])
     [&]<std::size_t... k>(std::index_sequence<k...>) {
       (
           [&] {
             if constexpr (reads_arg_v<k, Inner2> && XtExpr<std::tuple_element_t<k, Args>>)
-              ok = ok && same(std::get<k>(all));
+              ok = ok && (same(std::get<k>(all)) ||
+                          periodic_in(std::get<k>(all).shape(), shape, pack<T>::size));
           }(),
           ...);
     }
@@ -145,10 +147,11 @@ struct array_boundaries : array_fused {
             using Ak = std::remove_cvref_t<std::tuple_element_t<k, All>>;
             if constexpr (reads_arg_v<k, Inner2> && XtExpr<Ak>) {
               const auto& xs = std::get<k>(all).shape();
-              same = same && std::equal(xs.begin(), xs.end(), s[0].begin(), s[0].end(),
-                                        [](std::size_t a, std::int64_t b) {
-                                          return static_cast<std::int64_t>(a) == b;
-                                        });
+              same = same && (std::equal(xs.begin(), xs.end(), s[0].begin(), s[0].end(),
+                                         [](std::size_t a, std::int64_t b) {
+                                           return static_cast<std::int64_t>(a) == b;
+                                         }) ||
+                              periodic_in(xs, s[0], 1));
             }
           }(),
           ...);
@@ -194,6 +197,9 @@ struct array_boundaries : array_fused {
       return false;
     }();
     constexpr std::uint32_t reads = read_mask_for<Op>(wanted_children<B, I...>());
+    if constexpr (any && std::is_same_v<Op, matmul_op>) {
+      if (matmul_backward_into<T, B, I...>(all, g, outs, written)) return;
+    }
     if constexpr (any) {
       const auto b = [&]<std::size_t... c>(std::index_sequence<c...>) {
         return Op{}.backward(pass_as<((reads >> c) & 1u) != 0>(std::get<BA::index[c]>(all))...,
@@ -204,6 +210,61 @@ struct array_boundaries : array_fused {
         (add_component<T, c, B, I...>(b, all, outs, written), ...);
       }
       (std::make_index_sequence<n>{});
+    }
+  }
+  // Note [Gradients written in place]: the backward of a product of two matrices whose wanted
+  // gradients each go to one result not written yet, a row-major array of T: each gemm (G B^T,
+  // A^T G) writes into its result, as a hand-written gradient does, rather than into an array
+  // that is then copied there. False, having written nothing, in any other case.
+  template <class T, class B, std::size_t... I, class All, class V, class Outs>
+  static bool matmul_backward_into(const All& all, const V& g, Outs& outs,
+                                   std::array<bool, sizeof...(I) + 1>& written) {
+    using BA = boundary_args<B>;
+    constexpr std::size_t ja = BA::index[0], jb = BA::index[1];
+    constexpr auto wanted = wanted_children<B, I...>();
+    constexpr std::array<std::size_t, sizeof...(I) + 1> ids{I..., 0};
+    // the position among I... of each wanted operand's result: it must be asked for once
+    constexpr auto place = [&] {
+      std::array<std::size_t, 2> at{sizeof...(I), sizeof...(I)};
+      bool once = ja != jb;
+      for (std::size_t c = 0; c < 2; ++c)
+        for (std::size_t j = 0; j < sizeof...(I); ++j)
+          if (wanted[c] && ids[j] == BA::index[c]) {
+            once = once && at[c] == sizeof...(I);
+            at[c] = j;
+          }
+      return std::pair{at, once};
+    }();
+    if constexpr (!place.second) {
+      return false;
+    } else {
+      const auto& a = std::get<ja>(all);
+      const auto& b = std::get<jb>(all);
+      if (a.dimension() != 2 || b.dimension() != 2) return false;
+      constexpr auto at = place.first;
+      bool fits = true;
+      if constexpr (wanted[0]) fits = writable<T>(std::get<at[0]>(outs), written[at[0]]);
+      if constexpr (wanted[1]) fits = fits && writable<T>(std::get<at[1]>(outs), written[at[1]]);
+      if (!fits) return false;
+      using A = algebra<V>;
+      if constexpr (wanted[0]) {
+        A::matmul_into(g, A::transpose_view(b), std::get<at[0]>(outs).data());
+        written[at[0]] = true;
+      }
+      if constexpr (wanted[1]) {
+        A::matmul_into(A::transpose_view(a), g, std::get<at[1]>(outs).data());
+        written[at[1]] = true;
+      }
+      return true;
+    }
+  }
+  // Is result o, not written yet, a row-major array of T that a gemm can write into?
+  template <class T, class O>
+  static bool writable(const O& o, bool was_written) {
+    if constexpr (XtStridedOf<O, T> && requires { O::static_layout; }) {
+      return !was_written && O::static_layout == xt::layout_type::row_major;
+    } else {
+      return false;
     }
   }
   // Component c of boundary B's backward b into the outputs of its argument, if wanted.

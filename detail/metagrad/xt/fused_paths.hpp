@@ -52,6 +52,39 @@ struct array_fused : array_general {
     };
     return (same(args) && ...);
   }
+  // The same, except that an array may also have the last extents of the largest one's shape in
+  // periods of at least a pack: a bias row beside a batch (Note [Periodic sources]).
+  template <class... A>
+  static bool loop_shapes_agree(const A&... args) {
+    if (same_shapes(args...)) return true;
+    using T = std::common_type_t<typename value_of<A>::type...>;
+    dims shape;
+    std::size_t largest = 0;
+    bool first = true;
+    const auto find = [&](const auto& a) {
+      if constexpr (XtExpr<decltype(a)>) {
+        if (first || a.size() > largest) {
+          shape = dims(a.shape().begin(), a.shape().end());
+          largest = a.size();
+          first = false;
+        }
+      }
+    };
+    (find(args), ...);
+    const auto agree = [&](const auto& a) {
+      if constexpr (XtExpr<decltype(a)>) {
+        return agrees<T>(a.shape(), shape);
+      } else {
+        return true;
+      }
+    };
+    return (agree(args) && ...);
+  }
+  // Does an array of extents xs have `shape`, or repeat along its leading dimensions?
+  template <class T, class XS, class S>
+  static bool agrees(const XS& xs, const S& shape) {
+    return same_extents(xs, shape) || periodic_in(xs, shape, pack<T>::size);
+  }
 
   // One SIMD loop: forward and reverse sweep of the summed elementwise expression per pack.
   template <int Form, std::size_t... I, class E, class... A>
@@ -106,33 +139,49 @@ struct array_fused : array_general {
                         static_cast<T>(std::get<h>(hoisted_sweeps).result())...};
     }
     (std::index_sequence_for<A...>{}, std::make_index_sequence<H>{});
+    // the loop's size is that of the largest array it reads; a smaller one repeats (Note
+    // [Periodic sources]: the callers checked that it does)
     std::size_t n = 0;
-    ((n = arg_size(args, n)), ...);
-
+    [&]<std::size_t... k>(std::index_sequence<k...>) {
+      ((n = reads_arg_v<k, Loop> ? std::max(n, arg_size(args, 0)) : n), ...);
+    }
+    (std::index_sequence_for<A...>{});
+    std::array<std::size_t, K + H> period{};
+    [&]<std::size_t... k>(std::index_sequence<k...>) {
+      ((period[k] = reads_arg_v<k, Loop> && arg_size(args, n) != n ? arg_size(args, n) : 0), ...);
+    }
+    (std::index_sequence_for<A...>{});
+    constexpr std::array<std::size_t, sizeof...(I) + 1> ids{I..., 0};
     auto sinks = [&]<std::size_t... h>(std::index_sequence<h...>) {
       return std::tuple_cat(
           std::apply([](auto&... o) { return std::tuple{sink_for<T>(o)...}; }, grads_out),
           std::tuple{(void(h), sum_sink<T>{})...});
     }
     (std::make_index_sequence<H>{});
+    const auto sink_period = [&]<std::size_t... j, std::size_t... h>(std::index_sequence<j...>,
+                                                                     std::index_sequence<h...>) {
+      return std::array<std::size_t, sizeof...(I) + H>{period[ids[j]]..., (void(h), 0)...};
+    }
+    (std::make_index_sequence<sizeof...(I)>{}, std::make_index_sequence<H>{});
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(e.op)>, prod_op>) {
       prod_sink<T> product;
       std::tuple<> none;
-      element_loop<T, false>(std::index_sequence<>{}, inner, data, n, T(0), product, none);
+      element_rows<T, false>(std::index_sequence<>{}, inner, data, period, {}, n, T(0), product,
+                             none);
       total = product.total();
       // a zero factor (or a product that underflows or overflows): the general path's rules
       if (!(total != T(0)) || !std::isfinite(total)) return false;
       no_sink ignored;
       [&]<std::size_t... h>(std::index_sequence<h...>) {
-        element_loop<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, n,
-                              quotient_seed<T>{total}, ignored, sinks);
+        element_rows<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, period,
+                              sink_period, n, quotient_seed<T>{total}, ignored, sinks);
       }
       (std::make_index_sequence<H>{});
     } else {
       sum_sink<T> value;
       [&]<std::size_t... h>(std::index_sequence<h...>) {
-        element_loop<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, n, T(1), value,
-                              sinks);
+        element_rows<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, period,
+                              sink_period, n, T(1), value, sinks);
       }
       (std::make_index_sequence<H>{});
       total = value.total();

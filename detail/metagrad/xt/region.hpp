@@ -69,7 +69,7 @@ dims slot_dims(const std::array<dims, N>& r, const std::array<dims, K>& in) {
   }
 }
 template <class Inner, std::size_t K>
-dims region_dims(const Inner&, const std::array<dims, K>& in) {
+dims region_dims(const Inner&, const std::array<dims, K>& in, bool& uniform) {
   // the common case first: the array inputs have one shape (numbers aside), which is then the
   // region's, and no op can fail to broadcast
   const dims* common = nullptr;
@@ -83,6 +83,7 @@ dims region_dims(const Inner&, const std::array<dims, K>& in) {
       break;
     }
   }
+  uniform = one_shape;
   if (one_shape) return common ? *common : dims{};
   constexpr std::size_t N = plan_v<Inner>.nslots;
   std::array<dims, N> r;
@@ -116,6 +117,33 @@ auto region_source(const X& x, const Shape& shape, C& copy) {
     copy = broadcast_copy<T>(x, dims(shape.begin(), shape.end()));
     return static_cast<const T*>(copy->data());
   }
+}
+
+// Do extents xs repeat along the leading dimensions of `shape` (they are its last ones, and fewer),
+// in periods of at least `least` elements? See Note [Periodic sources] in xt/element_loop.hpp.
+template <class XS, class S>
+bool periodic_in(const XS& xs, const S& shape, std::size_t least) {
+  if (xs.size() >= shape.size()) return false;
+  const std::size_t lead = shape.size() - xs.size();
+  std::size_t q = 1;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    if (static_cast<std::size_t>(xs[i]) != static_cast<std::size_t>(shape[lead + i])) return false;
+    q *= static_cast<std::size_t>(xs[i]);
+  }
+  return q >= least;
+}
+
+// A source as above, or read in place where x repeats along the region's leading dimensions (a
+// bias row of a batch): then `period` is its size (Note [Periodic sources]).
+template <class T, class X, class Shape, class C>
+auto region_source(const X& x, const Shape& shape, C& copy, std::size_t& period) {
+  if constexpr (XtStridedOf<X, T>) {
+    if (x.layout() == xt::layout_type::row_major && periodic_in(x.shape(), shape, pack<T>::size)) {
+      period = x.size();
+      return static_cast<const T*>(x.data() + x.data_offset());
+    }
+  }
+  return region_source<T>(x, shape, copy);
 }
 
 template <class X>
@@ -178,13 +206,21 @@ struct region_op {
     if constexpr (!(XtExpr<X> || ...)) {
       return scalar_sweep<T, false>(T(0), x...).first;
     } else {
-      const dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...});
+      bool uniform = false;
+      const dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...}, uniform);
       std::tuple<copy_for<T, X>...> copies;
-      const auto srcs = sources<T>(shape, copies, x...);
       work_array<T> out = work_array<T>::from_shape(shape);
       store_sink<T> value{out.data()};
       std::tuple<> none;
-      element_loop<T, false>(std::index_sequence<>{}, inner, srcs, out.size(), T(0), value, none);
+      if (uniform) {  // the arrays have one shape: nothing repeats
+        const auto srcs = sources<T>(shape, copies, x...);
+        element_loop<T, false>(std::index_sequence<>{}, inner, srcs, out.size(), T(0), value, none);
+      } else {
+        std::array<std::size_t, K> period{};
+        const auto srcs = sources<T>(shape, copies, period, x...);
+        element_rows<T, false>(std::index_sequence<>{}, inner, srcs, period, {}, out.size(), T(0),
+                               value, none);
+      }
       return out;
     }
   }
@@ -196,7 +232,7 @@ struct region_op {
     static_assert(sizeof...(A) == K + 2);
     return [&]<std::size_t... k>(std::index_sequence<k...>) {
       const auto args = std::forward_as_tuple(a...);
-      return backward_of(std::get<K + 1>(args), std::get<k>(args)...);
+      return backward_of(std::get<K>(args), std::get<K + 1>(args), std::get<k>(args)...);
     }
     (std::make_index_sequence<K>{});
   }
@@ -206,6 +242,15 @@ struct region_op {
   static auto sources(const dims& shape, C& copies, const X&... x) {
     return [&]<std::size_t... k>(std::index_sequence<k...>) {
       return std::tuple{region_source<T>(x, shape, std::get<k>(copies))...};
+    }
+    (std::index_sequence_for<X...>{});
+  }
+  // ... reading those that repeat along the region's leading dimensions in place
+  template <class T, class C, class... X>
+  static auto sources(const dims& shape, C& copies, std::array<std::size_t, K>& period,
+                      const X&... x) {
+    return [&]<std::size_t... k>(std::index_sequence<k...>) {
+      return std::tuple{region_source<T>(x, shape, std::get<k>(copies), period[k])...};
     }
     (std::index_sequence_for<X...>{});
   }
@@ -228,28 +273,50 @@ struct region_op {
     }
   }
 
-  template <class G, class... X>
-  auto backward_of(const G& g, const X&... x) const {
+  // The loop reads the region's value y as its forward stored it (Note [A known result]).
+  template <class Y, class G, class... X>
+  auto backward_of(const Y& y, const G& g, const X&... x) const {
     using T = typename region_value<X...>::type;
     if constexpr (!XtExpr<G> && !(XtExpr<X> || ...)) {
       return scalar_sweep<T, true>(static_cast<T>(g), x...).second;
     } else {
-      dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...});
+      bool uniform = false;
+      dims shape = region_dims(inner, std::array<dims, K>{dims_of(x)...}, uniform);
       shape = broadcast_extents(shape, dims_of(g), "backward");
       std::tuple<copy_for<T, X>...> copies;
-      const auto srcs = sources<T>(shape, copies, x...);
+      std::array<std::size_t, K> period{};
+      const auto srcs =
+          uniform ? sources<T>(shape, copies, x...) : sources<T>(shape, copies, period, x...);
       copy_for<T, G> seed_copy;
       const auto seed = region_source<T>(g, shape, seed_copy);
       std::size_t n = 1;
       for (auto e : shape) n *= e;
-      // every input's gradient: an array of the region's shape, or a sum for a number input
-      auto out = std::tuple{gradient_holder<T, X>(shape)...};
+      // every input's gradient: an array of the region's shape, of its own for one that repeats
+      // (summed per column in the loop), or a sum for a number input
+      auto out = [&]<std::size_t... k>(std::index_sequence<k...>) {
+        return std::tuple{gradient_holder<T>(x, shape, period[k])...};
+      }
+      (std::index_sequence_for<X...>{});
       auto sinks = [&]<std::size_t... k>(std::index_sequence<k...>) {
         return std::tuple{sink_of(std::get<k>(out))...};
       }
       (std::index_sequence_for<X...>{});
       no_sink none;
-      element_loop<T, true>(std::index_sequence_for<X...>{}, inner, srcs, n, seed, none, sinks);
+      // the region's value is read where the forward stored it (it has the region's shape)
+      copy_for<T, Y> y_copy;
+      const auto known = [&] {
+        if constexpr (std::is_same_v<Y, work_array<T>>) {  // row-major: its size says it all
+          if (y.size() == n) return static_cast<const T*>(y.data());
+        }
+        return region_source<T>(y, shape, y_copy);
+      }();
+      if (uniform) {
+        element_loop<T, true>(std::index_sequence_for<X...>{}, inner, srcs, n, seed, none, sinks,
+                              known);
+      } else {
+        element_rows<T, true>(std::index_sequence_for<X...>{}, inner, srcs, period, period, n, seed,
+                              none, sinks, known);
+      }
       return [&]<std::size_t... k>(std::index_sequence<k...>) {
         return grads{finish(std::move(std::get<k>(out)), std::get<k>(sinks))...};
       }
@@ -258,9 +325,10 @@ struct region_op {
   }
 
   template <class T, class X>
-  static auto gradient_holder(const dims& shape) {
+  static auto gradient_holder(const X& x, const dims& shape, std::size_t period) {
     if constexpr (XtExpr<X>) {
-      return work_array<T>::from_shape(shape);
+      if (period == 0) return work_array<T>::from_shape(shape);
+      return work_array<T>::from_shape(x.shape());
     } else {
       return T(0);
     }
