@@ -773,10 +773,10 @@ TEST(StaticXtensor, ColumnMajorArguments) {
                                xt::xarray<double>>);
 }
 
-// Note [Periodic sources]: an argument whose type has fewer dimensions than another's, broadcast
-// along the leading ones (a bias row beside a batch), is read in place by the fused loops and the
-// regions, and its gradient summed per column in the loop. Against the general path, central
-// differences, and (second order) a central difference of the gradient along a direction.
+// Note [Periodic sources]: an array broadcast along the leading dimensions of the largest one (a
+// bias row beside a batch) is read in place by the fused loops and the regions, and its gradient
+// summed per column in the loop. Against the general path, central differences, and (second
+// order) a central difference of the gradient along a direction.
 TEST(StaticXtensorFusion, BiasRowsReadInPlace) {
   using m2 = xt::xtensor<double, 2>;
   using v1 = xt::xtensor<double, 1>;

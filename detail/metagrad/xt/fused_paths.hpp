@@ -151,6 +151,7 @@ struct array_fused : array_general {
       ((period[k] = reads_arg_v<k, Loop> && arg_size(args, n) != n ? arg_size(args, n) : 0), ...);
     }
     (std::index_sequence_for<A...>{});
+    const bool by_rows = std::any_of(period.begin(), period.end(), [](auto q) { return q != 0; });
     constexpr std::array<std::size_t, sizeof...(I) + 1> ids{I..., 0};
     auto sinks = [&]<std::size_t... h>(std::index_sequence<h...>) {
       return std::tuple_cat(
@@ -166,22 +167,36 @@ struct array_fused : array_general {
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(e.op)>, prod_op>) {
       prod_sink<T> product;
       std::tuple<> none;
-      element_rows<T, false>(std::index_sequence<>{}, inner, data, period, {}, n, T(0), product,
-                             none);
+      if (by_rows) {
+        element_rows<T, false>(std::index_sequence<>{}, inner, data, period, {}, n, T(0), product,
+                               none);
+      } else {
+        element_loop<T, false>(std::index_sequence<>{}, inner, data, n, T(0), product, none);
+      }
       total = product.total();
       // a zero factor (or a product that underflows or overflows): the general path's rules
       if (!(total != T(0)) || !std::isfinite(total)) return false;
       no_sink ignored;
       [&]<std::size_t... h>(std::index_sequence<h...>) {
-        element_rows<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, period,
-                              sink_period, n, quotient_seed<T>{total}, ignored, sinks);
+        if (by_rows) {
+          element_rows<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, period,
+                                sink_period, n, quotient_seed<T>{total}, ignored, sinks);
+        } else {
+          element_loop<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, n,
+                                quotient_seed<T>{total}, ignored, sinks);
+        }
       }
       (std::make_index_sequence<H>{});
     } else {
       sum_sink<T> value;
       [&]<std::size_t... h>(std::index_sequence<h...>) {
-        element_rows<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, period,
-                              sink_period, n, T(1), value, sinks);
+        if (by_rows) {
+          element_rows<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, period,
+                                sink_period, n, T(1), value, sinks);
+        } else {  // the common case, called directly: the seed 1 is a constant of the loop
+          element_loop<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, n, T(1), value,
+                                sinks);
+        }
       }
       (std::make_index_sequence<H>{});
       total = value.total();
