@@ -86,9 +86,14 @@ template <class T>
 struct quotient_seed {
   T product;
 };
+// The seed 1 of a plain sum's backward, as a type: the loop's constant whichever way it is
+// called (directly, or row by row through element_rows), so the compiler folds it.
+struct unit_seed {};
 template <class V, class S>
 MG_INLINE V seed_at(const S& s, std::size_t i, const V& value) {
-  if constexpr (requires { s.product; }) {
+  if constexpr (std::is_same_v<S, unit_seed>) {
+    return V(1);
+  } else if constexpr (requires { s.product; }) {
     return V(s.product) / value;
   } else {
     return load_element<V>(s, i);

@@ -192,10 +192,10 @@ struct array_fused : array_general {
       [&]<std::size_t... h>(std::index_sequence<h...>) {
         if (by_rows) {
           element_rows<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, period,
-                                sink_period, n, T(1), value, sinks);
-        } else {  // the common case, called directly: the seed 1 is a constant of the loop
-          element_loop<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, n, T(1), value,
-                                sinks);
+                                sink_period, n, unit_seed{}, value, sinks);
+        } else {
+          element_loop<T, true>(std::index_sequence<I..., K + h...>{}, inner, data, n, unit_seed{},
+                                value, sinks);
         }
       }
       (std::make_index_sequence<H>{});
