@@ -97,8 +97,8 @@ step_result metagrad_step(model& m, const data& d) {
 // Row-major C = A B through column-major BLAS: C^T = B^T A^T (Note [Row-major gemm]).
 step_result hand_step(model& m, const data& d) {
   using B = xsimd::batch<float>;
-  auto pre = std::make_unique<xt::xtensor_fixed<float, xt::xshape<batch, n_hid>>>();
-  auto dpre = std::make_unique<xt::xtensor_fixed<float, xt::xshape<batch, n_hid>>>();
+  auto pre = std::make_unique_for_overwrite<xt::xtensor_fixed<float, xt::xshape<batch, n_hid>>>();
+  auto dpre = std::make_unique_for_overwrite<xt::xtensor_fixed<float, xt::xshape<batch, n_hid>>>();
   xt::xtensor_fixed<float, xt::xshape<batch, n_out>> logits, dlogits;
   // pre = x w1; h = tanh(pre + b1), in place
   mg::detail::gemm("N", "N", n_hid, batch, n_in, m.w1.data(), n_hid, d.x.data(), n_in, pre->data(),
@@ -148,7 +148,7 @@ step_result hand_step(model& m, const data& d) {
       g *= 1 - t * t;
       db1(j) += g;
     }
-  auto dw1 = std::make_unique<weights1>();
+  auto dw1 = std::make_unique_for_overwrite<weights1>();
   mg::detail::gemm("N", "T", n_hid, n_in, batch, dpre->data(), n_hid, d.x.data(), n_in, dw1->data(),
                    n_hid);
   const float probe = (*dw1)(100, 7) + db1(3) + dw2(5, 2) + db2(1);
