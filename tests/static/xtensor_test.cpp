@@ -837,6 +837,124 @@ TEST(StaticXtensorRegions, BiasRowsReadInPlace) {
   check_xt(f, y, c);
 }
 
+// Note [Gradients written into the results]: on the general path, a product of two matrices
+// writes the gradient of an operand that is a wanted argument with one use straight into the
+// result the caller receives. Every other case (an argument used twice, a column-major result, a
+// gradient asked for twice) copies as before; the values are the same either way.
+TEST(StaticXtensorRegions, GradientsWrittenIntoTheResults) {
+  using m2 = xt::xtensor<double, 2>;
+  using v1 = xt::xtensor<double, 1>;
+  using mg::detail::lent_results_count;
+  const xt::xarray<double> xa = randn({6, 5}, 101), wa = randn({5, 4}, 102),
+                           va = randn({4, 3}, 103), ba = randn({4}, 104);
+  const m2 x = xa, w = wa, v = va;
+  const v1 b = ba;
+  // a two-layer network's loss; logsumexp along the rows keeps it on the general path
+  const auto f = [](auto a, auto p, auto c, auto q) {
+    return sum(logsumexp(matmul(tanh(matmul(a, p) + c), q), 1));
+  };
+  // closed form: H = tanh(x w + b), Z = H v, P = softmax of Z's rows; d/dv = H^T P,
+  // D = (P v^T) (1 - H^2), d/db = column sums of D, d/dw = x^T D
+  m2 H = xt::zeros<double>({6, 4}), P = xt::zeros<double>({6, 3}), D = xt::zeros<double>({6, 4});
+  double value = 0;
+  for (std::size_t i = 0; i < 6; ++i) {
+    for (std::size_t j = 0; j < 4; ++j) {
+      double z = b(j);
+      for (std::size_t k = 0; k < 5; ++k) z += x(i, k) * w(k, j);
+      H(i, j) = std::tanh(z);
+    }
+    double s = 0;
+    for (std::size_t j = 0; j < 3; ++j) {
+      double z = 0;
+      for (std::size_t k = 0; k < 4; ++k) z += H(i, k) * v(k, j);
+      P(i, j) = std::exp(z);
+      s += P(i, j);
+    }
+    value += std::log(s);
+    for (std::size_t j = 0; j < 3; ++j) P(i, j) /= s;
+    for (std::size_t k = 0; k < 4; ++k) {
+      double d = 0;
+      for (std::size_t j = 0; j < 3; ++j) d += P(i, j) * v(k, j);
+      D(i, k) = d * (1 - H(i, k) * H(i, k));
+    }
+  }
+  m2 dw = xt::zeros<double>({5, 4}), dv = xt::zeros<double>({4, 3});
+  v1 db = xt::zeros<double>({4});
+  for (std::size_t i = 0; i < 6; ++i)
+    for (std::size_t k = 0; k < 4; ++k) {
+      db(k) += D(i, k);
+      for (std::size_t r = 0; r < 5; ++r) dw(r, k) += x(i, r) * D(i, k);
+      for (std::size_t j = 0; j < 3; ++j) dv(k, j) += H(i, k) * P(i, j);
+    }
+  const auto expect_closed_form = [&](const auto& gw, const auto& gb, const auto& gv, double tol) {
+    for (std::size_t i = 0; i < dw.size(); ++i) EXPECT_NEAR(gw.flat(i), dw.flat(i), tol) << i;
+    for (std::size_t i = 0; i < db.size(); ++i) EXPECT_NEAR(gb.flat(i), db.flat(i), tol) << i;
+    for (std::size_t i = 0; i < dv.size(); ++i) EXPECT_NEAR(gv.flat(i), dv.flat(i), tol) << i;
+  };
+  std::size_t before = lent_results_count();
+  const auto [val, g] = mg::value_and_grad<1, 2, 3>(f)(x, w, b, v);
+  EXPECT_EQ(lent_results_count() - before, 2u);  // w and v
+  EXPECT_NEAR(val, value, 1e-12 * std::fabs(value));
+  expect_closed_form(std::get<0>(g), std::get<1>(g), std::get<2>(g), 1e-12);
+  check_xt(f, xa, wa, ba, va);  // xt::xarray results, every argument: central differences
+
+  // float, fixed shapes
+  const xt::xtensor_fixed<float, xt::xshape<6, 5>> xf = xt::cast<float>(x);
+  const xt::xtensor_fixed<float, xt::xshape<5, 4>> wf = xt::cast<float>(w);
+  const xt::xtensor_fixed<float, xt::xshape<4, 3>> vf = xt::cast<float>(v);
+  const xt::xtensor_fixed<float, xt::xshape<4>> bf = xt::cast<float>(b);
+  before = lent_results_count();
+  const auto [gwf, gbf, gvf] = mg::grad<1, 2, 3>(f)(xf, wf, bf, vf);
+  EXPECT_EQ(lent_results_count() - before, 2u);
+  expect_closed_form(gwf, gbf, gvf, 1e-5);
+
+  // an argument used twice: its gradient is a sum, copied
+  const auto twice = [](auto a, auto p) {
+    return sum(logsumexp(matmul(a, p) + matmul(sin(a), p), 1));
+  };
+  before = lent_results_count();
+  const m2 gp = mg::grad<1>(twice)(x, w);
+  EXPECT_EQ(lent_results_count() - before, 0u);
+  check_xt(twice, xa, wa);
+  // one array passed as two arguments, each used once: each gradient into its own result
+  const auto two = [](auto a, auto p, auto q) {
+    return sum(logsumexp(matmul(a, p) * matmul(sin(a), q), 1));
+  };
+  const m2 sq = randn({5, 5}, 105);
+  before = lent_results_count();
+  const auto [gp1, gp2] = mg::grad<1, 2>(two)(x, sq, sq);
+  EXPECT_EQ(lent_results_count() - before, 2u);
+  const xt::xarray<double> sqa = sq;
+  check_xt(two, xa, sqa, sqa);
+  const auto [ga1, ga2, ga3] = mg::grad(two)(xa, sqa, sqa);
+  for (std::size_t i = 0; i < sq.size(); ++i) {
+    EXPECT_DOUBLE_EQ(gp1.flat(i), ga2.flat(i));
+    EXPECT_DOUBLE_EQ(gp2.flat(i), ga3.flat(i));
+  }
+  (void)gp;
+  (void)ga1;
+  // a column-major argument and result: copied, the same values
+  const xt::xtensor<double, 2, xt::layout_type::column_major> wc = w;
+  const auto [gwc, gbc, gvc] = mg::grad<1, 2, 3>(f)(x, wc, b, v);
+  expect_closed_form(gwc, gbc, gvc, 1e-12);
+  // a gradient asked for twice: neither is lent
+  before = lent_results_count();
+  const auto [w1, w2] = mg::grad<1, 1>(f)(x, w, b, v);
+  EXPECT_EQ(lent_results_count() - before, 0u);
+  for (std::size_t i = 0; i < dw.size(); ++i) {
+    EXPECT_NEAR(w1.flat(i), dw.flat(i), 1e-12);
+    EXPECT_DOUBLE_EQ(w1.flat(i), w2.flat(i));
+  }
+  // second order: the Hessian-vector product through d/dv against a central difference of it
+  const m2 u = randn({4, 3}, 106);
+  const double h = 1e-5;
+  const auto gv = mg::grad<3>(f);
+  const m2 hv =
+      std::get<1>(mg::jvp(gv, std::tuple{x, w, b, v}, std::tuple{0.0 * x, 0.0 * w, 0.0 * b, u}));
+  const m2 fd = (gv(x, w, b, m2(v + h * u)) - gv(x, w, b, m2(v - h * u))) / (2 * h);
+  for (std::size_t i = 0; i < v.size(); ++i) EXPECT_NEAR(hv.flat(i), fd.flat(i), 1e-7) << i;
+}
+
 // Note [Gradients written in place]: a product of two matrices at a shaped boundary writes its
 // operands' gradients straight into the results where it can; wherever it cannot (a result also
 // written by the loop, an operand used twice, a column-major result, a gradient asked for twice)

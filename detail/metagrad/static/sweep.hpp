@@ -19,6 +19,7 @@
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/config.hpp>
 #include <metagrad/core/dispatch.hpp>
+#include <metagrad/core/lent_results.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/static/plan.hpp>
@@ -664,12 +665,48 @@ class sweep {
     }
   }
 
+  // Note [Gradients written into the results] in core/lent_results.hpp: operand j of node p is
+  // argument ids[j] when that argument is wanted and this is its one use.
+  template <std::size_t c>
+  static constexpr std::size_t lent_operand_id() {
+    using X = typename T::template expr_of<c>;
+    if constexpr (is_arg_v<X>) {
+      if (wanted_v<E, Wanted>[c] && plan_v<E>.use_begin[c + 1] - plan_v<E>.use_begin[c] == 1)
+        return arg_index_v<X>;
+    }
+    return lent_results::none;
+  }
+  template <std::size_t p>
+  static constexpr std::array<std::size_t, 2> lent_operand_ids() {
+    std::array<std::size_t, 2> ids{lent_results::none, lent_results::none};
+    [&]<std::size_t... j>(std::index_sequence<j...>) {
+      ((ids[j] = lent_operand_id<plan_v<E>.child[p][j]>()), ...);
+    }
+    (std::make_index_sequence<(plan_v<E>.nchild[p] < 2 ? plan_v<E>.nchild[p] : 2)>{});
+    return ids;
+  }
+  template <std::size_t p, class Op>
+  MG_HD MG_INLINE constexpr auto lend_operands() const {
+    if constexpr (
+        requires { Policy::lends_results; } && requires { Op::writes_operand_gradients; }) {
+      constexpr std::array<std::size_t, 2> ids = lent_operand_ids<p>();
+      if constexpr (ids[0] != lent_results::none || ids[1] != lent_results::none) {
+        return operand_lending(this, ids);
+      } else {
+        return 0;
+      }
+    } else {
+      return 0;
+    }
+  }
+
   template <std::size_t p>
   MG_HD MG_INLINE constexpr void step(const Seed& seed) {
     if constexpr (T::template runs<p>) {
       const auto& op = op_of<p>();
       using Op = std::remove_cvref_t<decltype(op)>;
       constexpr std::size_t n = plan_v<E>.nchild[p];
+      [[maybe_unused]] const auto lending = lend_operands<p, Op>();
       at<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
         return Policy::keep_bwd(
             op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,

@@ -650,6 +650,8 @@ inline constexpr bool adds_in_place_v<work_array<T>> = true;
 // subexpressions and the values backward needs are computed once), and broadcast gradients
 // are summed back to their input's shape.
 struct xt_policy {
+  // Note [Gradients written into the results] in core/lent_results.hpp
+  static constexpr bool lends_results = true;
   template <class Op, class X>
   static auto keep(X&& x) {
     if constexpr (XtExpr<X>) {

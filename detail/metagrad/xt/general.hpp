@@ -373,7 +373,11 @@ struct array_general {
     const Args a = std::apply([](const A&... x) { return Args{{x}...}; }, args);
     using Root = typename value_types<E, Args, xt_policy>::template val_t<plan_v<E>.nslots - 1>;
     using Seed = std::remove_cvref_t<decltype(seed_of(std::declval<const Root&>()))>;
+    // declared before the sweep, so that its arrays are freed while the results are lent
+    lent_results lent;
+    const lending_scope lending(lent);
     sweep<E, Args, xt_policy, Seed, wanted_args<I...>> s(e, a);
+    lend_results<T, I...>(lent, &s, args, out);
     s.forward();
     const auto& r = s.result();
     const Seed& seed = seed_of(r);
@@ -397,6 +401,43 @@ struct array_general {
     (std::index_sequence_for<decltype(I)...>{});
   }
   struct unused {};
+
+  // Note [Gradients written into the results] in core/lent_results.hpp: each wanted argument's
+  // result, row-major of the element type and shaped as the argument, offered to the sweep.
+  template <class T, std::size_t... I, class... A, class Out>
+  static void lend_results(lent_results& lent, const void* sweep,
+                           const std::tuple<const A&...>& args, Out& out) {
+    if constexpr (distinct_indices<I...>()) {
+      lent.owner = sweep;
+      [&]<std::size_t... j>(std::index_sequence<j...>) {
+        (lend_result<T, I>(lent, std::get<j>(out), std::get<I>(args)), ...);
+      }
+      (std::index_sequence_for<decltype(I)...>{});
+    }
+  }
+  template <class T, std::size_t I, class O, class A>
+  static void lend_result(lent_results& lent, O& out, const A& a) {
+    if constexpr (lendable<T, O, A>() && I < lent_results::max_args) {
+      shape_like<T>(out, a);
+      if (out.size() == 0 || !same_extents(out.shape(), a.shape())) return;
+      lent.data[I] = out.data();
+      lent.bytes[I] = out.size() * sizeof(T);
+    }
+  }
+  template <class T, class O, class A>
+  static constexpr bool lendable() {
+    if constexpr (std::is_arithmetic_v<A> || !requires(O & o) {
+                    o.data();
+                    O::static_layout;
+                  }) {
+      return false;
+    } else if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(*std::declval<O&>().data())>,
+                                         T>) {
+      return false;
+    } else {
+      return O::static_layout == xt::layout_type::row_major;
+    }
+  }
 
   // out = g in a's type (add false), or out += g
   template <class T, class O, class G, class A>
@@ -427,8 +468,14 @@ struct array_general {
       if constexpr (std::is_same_v<G, unused>) {
         out.fill(T(0));
       } else if constexpr (XtStridedOf<G, T>) {
+        const T* from = g.data() + g.data_offset();
         if (g.layout() == xt::layout_type::row_major && same_extents(g.shape(), a.shape())) {
-          std::copy(g.data() + g.data_offset(), g.data() + g.data_offset() + g.size(), out.data());
+          // already there: Note [Gradients written into the results] in core/lent_results.hpp
+          if (from != out.data()) std::copy(from, from + g.size(), out.data());
+          return;
+        }
+        if (from == out.data()) {  // not expected; read it from a copy rather than in place
+          out = reduce_to_shape_of(work_array<T>(g), a);
           return;
         }
         out = reduce_to_shape_of(g, a);

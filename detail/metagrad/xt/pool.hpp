@@ -24,6 +24,7 @@
 #include <xtensor/xarray.hpp>
 
 #include <metagrad/backend/host_cache.hpp>
+#include <metagrad/core/lent_results.hpp>
 #include <metagrad/xt/extents.hpp>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -44,6 +45,8 @@ class block_pool {
   static constexpr std::size_t max_cached_bytes = std::size_t{64} << 20;
 
   static void* allocate(std::size_t bytes) {
+    // Note [Gradients written into the results] in core/lent_results.hpp
+    if (void* p = take_lent(bytes)) return p;
 #if defined(MG_POOL_PASS_THROUGH)  // the exact size, so that an overflow is caught
     return ::operator new (bytes == 0 ? 1 : bytes, std::align_val_t{alignment});
 #else
@@ -62,6 +65,7 @@ class block_pool {
   }
 
   static void deallocate(void* p, std::size_t bytes) noexcept {
+    if (is_lent(p)) return;  // a result's storage
 #if !defined(MG_POOL_PASS_THROUGH)
     const std::size_t c = size_class(bytes);
     if (c < classes) {

@@ -8,6 +8,7 @@
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/algebra.hpp>
 #include <metagrad/core/dispatch.hpp>
+#include <metagrad/core/lent_results.hpp>
 #include <metagrad/core/shape_rules.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/ops/arithmetic.hpp>
@@ -47,6 +48,9 @@ struct matmul_op {
   // the gradient of a reads b, that of b reads a (bit j: input j): with only a requiring grad,
   // only b is saved
   static constexpr std::array<std::uint32_t, 2> gradient_reads{0b10, 0b01};
+  // the static engine may give a product of two matrices its operand's result to be written
+  // into (Note [Gradients written into the results] in core/lent_results.hpp)
+  static constexpr bool writes_operand_gradients = true;
   static auto forward(const auto& a, const auto& b) {
     return detail::algebra<decltype(a)>::matmul(a, b);
   }
@@ -68,7 +72,10 @@ struct matmul_op {
     // a matrix and a vector: an outer product and a matrix-vector product (gemv on arrays)
     const bool mat_vec = sa.size() == 2 && vb, vec_mat = va && sb.size() == 2;
     const auto grad_a = [&] {
-      if (!va && !vb) return mg::matmul(g, detail::transposed(b));
+      if (!va && !vb) {
+        const detail::result_for_operand into(0);
+        return mg::matmul(g, detail::transposed(b));
+      }
       if (mat_vec) return mg::outer(g, b);
       if (vec_mat) return mg::matmul(b, g);
       const auto B = mg::reshape(b, vb ? shape_t{sb[0], 1} : sb);
@@ -76,7 +83,10 @@ struct matmul_op {
       return va ? mg::squeeze(ga, -2) : ga;
     };
     const auto grad_b = [&] {
-      if (!va && !vb) return mg::matmul(detail::transposed(a), g);
+      if (!va && !vb) {
+        const detail::result_for_operand into(1);
+        return mg::matmul(detail::transposed(a), g);
+      }
       if (mat_vec) return mg::matmul(g, a);
       if (vec_mat) return mg::outer(a, g);
       const auto A = mg::reshape(a, va ? shape_t{1, sa[0]} : sa);
