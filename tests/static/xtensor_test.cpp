@@ -1002,4 +1002,43 @@ TEST(StaticXtensorFusion, BoundaryGradientsWrittenInPlace) {
   const auto [gpf, gqf] = mg::grad(f)(pf, qf);
   for (std::size_t i = 0; i < p.size(); ++i) EXPECT_NEAR(gpf.flat(i), dp.flat(i), 1e-5);
   for (std::size_t i = 0; i < q.size(); ++i) EXPECT_NEAR(gqf.flat(i), dq.flat(i), 1e-5);
+  // a matrix and a vector, either way round: G x^T and A^T G, B G and x G^T (G = 1 - tanh^2)
+  using v1 = xt::xtensor<double, 1>;
+  const v1 x3 = randn({3}, 98), x5 = randn({5}, 99);
+  const auto [mp, mx] = mg::grad(f)(p, x3);
+  const auto [vx, vq] = mg::grad(f)(x5, p);
+  for (std::size_t i = 0; i < 5; ++i) {
+    double z = 0;
+    for (std::size_t k = 0; k < 3; ++k) z += p(i, k) * x3(k);
+    const double d = 1 - std::tanh(z) * std::tanh(z);
+    for (std::size_t k = 0; k < 3; ++k) EXPECT_NEAR(mp(i, k), d * x3(k), 1e-12);
+  }
+  for (std::size_t k = 0; k < 3; ++k) {
+    double dx = 0, z = 0;
+    for (std::size_t i = 0; i < 5; ++i) {
+      double zi = 0;
+      for (std::size_t r = 0; r < 3; ++r) zi += p(i, r) * x3(r);
+      dx += p(i, k) * (1 - std::tanh(zi) * std::tanh(zi));
+      z += x5(i) * p(i, k);
+    }
+    EXPECT_NEAR(mx(k), dx, 1e-12);
+    const double d = 1 - std::tanh(z) * std::tanh(z);
+    for (std::size_t i = 0; i < 5; ++i) EXPECT_NEAR(vq(i, k), x5(i) * d, 1e-12);
+  }
+  for (std::size_t i = 0; i < 5; ++i) {
+    double dx = 0;
+    for (std::size_t k = 0; k < 3; ++k) {
+      double z = 0;
+      for (std::size_t r = 0; r < 5; ++r) z += x5(r) * p(r, k);
+      dx += p(i, k) * (1 - std::tanh(z) * std::tanh(z));
+    }
+    EXPECT_NEAR(vx(i), dx, 1e-12);
+  }
+  expect_boundaries_match_general(f, p, x3);
+  expect_boundaries_match_general(f, x5, p);
+  const xt::xtensor_fixed<float, xt::xshape<5, 3>> pff = pf;
+  const xt::xtensor_fixed<float, xt::xshape<3>> x3f = xt::cast<float>(x3);
+  const auto [mpf, mxf] = mg::grad(f)(pff, x3f);
+  for (std::size_t i = 0; i < mp.size(); ++i) EXPECT_NEAR(mpf.flat(i), mp.flat(i), 1e-5);
+  for (std::size_t i = 0; i < mx.size(); ++i) EXPECT_NEAR(mxf(i), mx(i), 1e-5);
 }

@@ -24,42 +24,54 @@
 
 namespace mg::detail {
 
+// One sweep's results, by argument index.
 struct lent_results {
   static constexpr std::size_t max_args = 16;
   static constexpr std::size_t none = std::size_t(-1);
   const void* owner = nullptr;         // the sweep whose arguments these are
-  std::array<void*, max_args> data{};  // by argument index: the result's storage, or null
+  lent_results* previous = nullptr;    // the enclosing sweep's, while this one runs
+  std::array<void*, max_args> data{};  // the result's storage, or null
   std::array<std::size_t, max_args> bytes{};
   std::array<bool, max_args> lent{};
-  std::size_t nlent = 0;
   std::array<std::size_t, 2> operand{none, none};  // the op now running: operand j's argument
-  void* pending = nullptr;  // what the next allocation of pending_bytes receives
-  std::size_t pending_bytes = 0;
 
-  bool is_lent(const void* p) const noexcept {
+  bool holds(const void* p) const noexcept {
     for (std::size_t i = 0; i < max_args; ++i)
       if (lent[i] && data[i] == p) return true;
     return false;
   }
 };
 
-inline lent_results*& current_lent_results() noexcept {
-  thread_local lent_results* t = nullptr;
-  return t;
+// The thread's state; the allocator reads only its first two members on every call.
+struct lending_state {
+  void* pending = nullptr;  // what the next allocation of pending_bytes receives
+  std::size_t nlent = 0;    // results lent, in all the tables below
+  std::size_t pending_bytes = 0;
+  lent_results* table = nullptr;  // the innermost sweep's
+};
+inline lending_state& thread_lending() noexcept {
+  thread_local lending_state s;
+  return s;
 }
 
-// general_sweep's: installs `table` for the sweep `owner`, the previous one back at the end.
+// general_sweep's: installs `table` for its sweep, the enclosing one's back at the end.
 class lending_scope {
  public:
-  explicit lending_scope(lent_results& table) noexcept : previous_(current_lent_results()) {
-    current_lent_results() = &table;
+  explicit lending_scope(lent_results& table) noexcept : table_(table) {
+    lending_state& s = thread_lending();
+    table.previous = s.table;
+    s.table = &table;
   }
-  ~lending_scope() { current_lent_results() = previous_; }
+  ~lending_scope() {
+    lending_state& s = thread_lending();
+    for (bool l : table_.lent) s.nlent -= l ? 1 : 0;
+    s.table = table_.previous;
+  }
   lending_scope(const lending_scope&) = delete;
   lending_scope& operator=(const lending_scope&) = delete;
 
  private:
-  lent_results* previous_;
+  lent_results& table_;
 };
 
 // The sweep's, around the backward of an op that writes its operands' gradients: ids[j] is the
@@ -67,7 +79,7 @@ class lending_scope {
 class operand_lending {
  public:
   operand_lending(const void* sweep, const std::array<std::size_t, 2>& ids) noexcept {
-    lent_results* t = current_lent_results();
+    lent_results* t = thread_lending().table;
     if (t != nullptr && t->owner == sweep) {
       table_ = t;
       t->operand = ids;
@@ -76,7 +88,7 @@ class operand_lending {
   ~operand_lending() {
     if (table_ != nullptr) {
       table_->operand = {lent_results::none, lent_results::none};
-      table_->pending = nullptr;
+      thread_lending().pending = nullptr;
     }
   }
   operand_lending(const operand_lending&) = delete;
@@ -91,24 +103,23 @@ class operand_lending {
 class result_for_operand {
  public:
   explicit result_for_operand(std::size_t j) noexcept {
-    lent_results* t = current_lent_results();
+    lending_state& s = thread_lending();
+    const lent_results* t = s.table;
     if (t == nullptr || j >= 2) return;
     const std::size_t i = t->operand[j];
     if (i >= lent_results::max_args || t->data[i] == nullptr || t->lent[i]) return;
-    table_ = t;
-    arg_ = i;
-    t->pending = t->data[i];
-    t->pending_bytes = t->bytes[i];
+    armed_ = true;
+    s.pending = t->data[i];
+    s.pending_bytes = t->bytes[i];
   }
   ~result_for_operand() {
-    if (table_ != nullptr) table_->pending = nullptr;
+    if (armed_) thread_lending().pending = nullptr;
   }
   result_for_operand(const result_for_operand&) = delete;
   result_for_operand& operator=(const result_for_operand&) = delete;
 
  private:
-  lent_results* table_ = nullptr;
-  std::size_t arg_ = 0;
+  bool armed_ = false;
 };
 
 // How many results this thread's sweeps were lent (the tests read it).
@@ -119,22 +130,26 @@ inline std::size_t& lent_results_count() noexcept {
 
 // The allocator's: the result's storage when an allocation of `bytes` is awaited, else null.
 inline void* take_lent(std::size_t bytes) noexcept {
-  lent_results* t = current_lent_results();
-  if (t == nullptr || t->pending == nullptr || t->pending_bytes != bytes) return nullptr;
-  void* p = t->pending;
-  t->pending = nullptr;
+  lending_state& s = thread_lending();
+  if (s.pending == nullptr || s.pending_bytes != bytes) return nullptr;
+  void* p = s.pending;
+  s.pending = nullptr;
+  lent_results* t = s.table;
   for (std::size_t i = 0; i < lent_results::max_args; ++i)
-    if (t->data[i] == p) {
+    if (t->data[i] == p && !t->lent[i]) {
       t->lent[i] = true;
-      ++t->nlent;
+      ++s.nlent;
     }
   ++lent_results_count();
   return p;
 }
 // Does p belong to a result (so that freeing it does nothing)?
 inline bool is_lent(const void* p) noexcept {
-  const lent_results* t = current_lent_results();
-  return t != nullptr && t->nlent != 0 && t->is_lent(p);
+  const lending_state& s = thread_lending();
+  if (s.nlent == 0) return false;
+  for (const lent_results* t = s.table; t != nullptr; t = t->previous)
+    if (t->holds(p)) return true;
+  return false;
 }
 
 }  // namespace mg::detail

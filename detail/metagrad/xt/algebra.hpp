@@ -408,30 +408,9 @@ struct algebra_impl<X> {
     // a matrix and a vector, shapes checked without allocation (else plan_matmul's message)
     const std::size_t ra = a.dimension(), rb = b.dimension();
     if (ra + rb == 3 && ra >= 1 && rb >= 1 && a.shape()[ra - 1] == b.shape()[0]) {
-      const std::size_t rows = ra == 2 ? a.shape()[0] : b.shape()[0],
-                        cols = ra == 2 ? a.shape()[1] : b.shape()[1];
-      work_array<T> c =
-          work_array<T>::from_shape(std::array<std::size_t, 1>{ra == 2 ? rows : cols});
-      if (c.size() == 0) return c;
-      if (rows * cols == 0) {
-        c.fill(T(0));
-        return c;
-      }
-      // Note [Row-major gemm]: M's storage read column-major is (cols, rows) for 'N' and
-      // (rows, cols) for 'T'; A x wants op(storage) = A, x A wants op(storage) = A^T
-      const auto mv = [&](const auto& mat, const auto& vec, bool mat_first) {
-        const xt_gemm_operand<T> M(mat);
-        const xt_vector_operand<T> v(vec);
-        const bool stored_transposed = M.op == 'T';
-        const int r = static_cast<int>(rows), k = static_cast<int>(cols);
-        gemv(mat_first == stored_transposed ? 'N' : 'T', stored_transposed ? r : k,
-             stored_transposed ? k : r, M.data, M.ld, v.data, v.inc, c.data());
-      };
-      if (ra == 2) {
-        mv(a, b, true);
-      } else {
-        mv(b, a, false);
-      }
+      work_array<T> c = work_array<T>::from_shape(
+          std::array<std::size_t, 1>{ra == 2 ? a.shape()[0] : b.shape()[1]});
+      matvec_into(a, b, c.data());
       return c;
     }
     const shape_t sa = shape(a), sb = shape(b);
@@ -456,6 +435,35 @@ struct algebra_impl<X> {
            c.data() + i * std::size_t(m) * std::size_t(n), n);
     return c;
   }
+  // A x (a matrix and a vector) or x A (a vector and a matrix), shapes that agree, written into
+  // c: one element per row of A (A x) or per column (x A)
+  template <class T>
+  static void matvec_into(const auto& a, const auto& b, T* c) {
+    const std::size_t ra = a.dimension();
+    const std::size_t rows = ra == 2 ? a.shape()[0] : b.shape()[0],
+                      cols = ra == 2 ? a.shape()[1] : b.shape()[1];
+    const std::size_t n = ra == 2 ? rows : cols;
+    if (n == 0) return;
+    if (rows * cols == 0) {
+      std::fill(c, c + n, T(0));
+      return;
+    }
+    // Note [Row-major gemm]: M's storage read column-major is (cols, rows) for 'N' and
+    // (rows, cols) for 'T'; A x wants op(storage) = A, x A wants op(storage) = A^T
+    const auto mv = [&](const auto& mat, const auto& vec, bool mat_first) {
+      const xt_gemm_operand<T> M(mat);
+      const xt_vector_operand<T> v(vec);
+      const bool stored_transposed = M.op == 'T';
+      const int r = static_cast<int>(rows), k = static_cast<int>(cols);
+      gemv(mat_first == stored_transposed ? 'N' : 'T', stored_transposed ? r : k,
+           stored_transposed ? k : r, M.data, M.ld, v.data, v.inc, c);
+    };
+    if (ra == 2) {
+      mv(a, b, true);
+    } else {
+      mv(b, a, false);
+    }
+  }
   // C = A B for two matrices whose shapes agree (m x k by k x n), written into c: m x n elements,
   // row-major; the operands read in place where their layout allows
   template <class T>
@@ -474,15 +482,19 @@ struct algebra_impl<X> {
   // the outer product of two 1-D operands (checked by the op)
   static auto outer(const auto& a, const auto& b) {
     using T = std::common_type_t<xt_value_t<decltype(a)>, xt_value_t<decltype(b)>>;
-    const std::size_t m = a.size(), n = b.size();
-    work_array<T> c = work_array<T>::from_shape(std::array<std::size_t, 2>{m, n});
-    const xt_vector_operand<T> u(a, true), v(b, true);
-    T* out = c.data();
-    for (std::size_t i = 0; i < m; ++i, out += n) {
-      const T ui = u.data[i];
-      for (std::size_t j = 0; j < n; ++j) out[j] = ui * v.data[j];
-    }
+    work_array<T> c = work_array<T>::from_shape(std::array<std::size_t, 2>{a.size(), b.size()});
+    outer_into(a, b, c.data());
     return c;
+  }
+  // the same, written into c: a.size() x b.size() elements, row-major
+  template <class T>
+  static void outer_into(const auto& a, const auto& b, T* c) {
+    const std::size_t m = a.size(), n = b.size();
+    const xt_vector_operand<T> u(a, true), v(b, true);
+    for (std::size_t i = 0; i < m; ++i, c += n) {
+      const T ui = u.data[i];
+      for (std::size_t j = 0; j < n; ++j) c[j] = ui * v.data[j];
+    }
   }
   static auto reshape(const auto& x, const shape_t& to, const auto&) {
     work_array<xt_value_t<decltype(x)>> r = x;

@@ -212,10 +212,11 @@ struct array_boundaries : array_fused {
       (std::make_index_sequence<n>{});
     }
   }
-  // Note [Gradients written in place]: the backward of a product of two matrices whose wanted
-  // gradients each go to one result not written yet, a row-major array of T: each gemm (G B^T,
-  // A^T G) writes into its result, as a hand-written gradient does, rather than into an array
-  // that is then copied there. False, having written nothing, in any other case.
+  // Note [Gradients written in place]: the backward of a product of two matrices, or of a
+  // matrix and a vector, whose wanted gradients each go to one result not written yet, a
+  // row-major array of T: each gemm, gemv or outer product (G B^T and A^T G for two matrices)
+  // writes into its result, as a hand-written gradient does, rather than into an array that is
+  // then copied there. False, having written nothing, in any other case.
   template <class T, class B, std::size_t... I, class All, class V, class Outs>
   static bool matmul_backward_into(const All& all, const V& g, Outs& outs,
                                    std::array<bool, sizeof...(I) + 1>& written) {
@@ -240,19 +241,35 @@ struct array_boundaries : array_fused {
     } else {
       const auto& a = std::get<ja>(all);
       const auto& b = std::get<jb>(all);
-      if (a.dimension() != 2 || b.dimension() != 2) return false;
+      const std::size_t ra = a.dimension(), rb = b.dimension();
+      if (ra + rb < 3 || ra > 2 || rb > 2) return false;
       constexpr auto at = place.first;
       bool fits = true;
       if constexpr (wanted[0]) fits = writable<T>(std::get<at[0]>(outs), written[at[0]]);
       if constexpr (wanted[1]) fits = fits && writable<T>(std::get<at[1]>(outs), written[at[1]]);
       if (!fits) return false;
       using A = algebra<V>;
+      // two matrices: G B^T and A^T G; A x: G x^T and A^T G (as G A); x B: B G and x G^T
       if constexpr (wanted[0]) {
-        A::matmul_into(g, A::transpose_view(b), std::get<at[0]>(outs).data());
+        T* out = std::get<at[0]>(outs).data();
+        if (rb == 1) {
+          A::outer_into(g, b, out);
+        } else if (ra == 1) {
+          A::matvec_into(b, g, out);
+        } else {
+          A::matmul_into(g, A::transpose_view(b), out);
+        }
         written[at[0]] = true;
       }
       if constexpr (wanted[1]) {
-        A::matmul_into(A::transpose_view(a), g, std::get<at[1]>(outs).data());
+        T* out = std::get<at[1]>(outs).data();
+        if (ra == 1) {
+          A::outer_into(a, g, out);
+        } else if (rb == 1) {
+          A::matvec_into(g, a, out);
+        } else {
+          A::matmul_into(A::transpose_view(a), g, out);
+        }
         written[at[1]] = true;
       }
       return true;
@@ -260,7 +277,7 @@ struct array_boundaries : array_fused {
   }
   // Is result o, not written yet, a row-major array of T that a gemm can write into?
   template <class T, class O>
-  static bool writable(const O& o, bool was_written) {
+  static bool writable([[maybe_unused]] const O& o, [[maybe_unused]] bool was_written) {
     if constexpr (XtStridedOf<O, T> && requires { O::static_layout; }) {
       return !was_written && O::static_layout == xt::layout_type::row_major;
     } else {
