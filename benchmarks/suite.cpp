@@ -7,7 +7,8 @@
 //   prod       prod(x)
 //   lse        log(sum(exp(x))) (hand: SIMD exp, exp(x) stored once and scaled)
 //   normal     the normal log-density of n points, d/d(mu, sigma)
-//   tanh_wx    sum(tanh(W x)), W 32x32, d/dW and d/dx (hand: the same BLAS for W x, W^T d)
+//   tanh_wx    sum(tanh(W x)), W 32x32, d/dW and d/dx (hand: the same BLAS for W x, W^T d);
+//              also with x as a 32x1 column matrix (kinds column and fixedcolumn)
 //   expr2      sum(((sin(x)*y + exp(x*y))^2) / (1 + x*x)), d/dx and d/dy (hand: the same inline
 //              trigonometry as metagrad's packs, Note [Inline trigonometry])
 //
@@ -46,12 +47,19 @@ using dyn_mat = xt::xtensor<double, 2>;
 using fix_vec = xt::xtensor_fixed<double, xt::xshape<n>>;
 using fix_wvec = xt::xtensor_fixed<double, xt::xshape<w_n>>;
 using fix_mat = xt::xtensor_fixed<double, xt::xshape<w_n, w_n>>;
+using dyn_col = xt::xtensor<double, 2>;  // x as a column matrix, [w_n, 1]
+using fix_col = xt::xtensor_fixed<double, xt::xshape<w_n, 1>>;
 
 template <class V>
 V random_vector(std::size_t size, double lo, double hi, int seed) {
   xt::random::seed(seed);
-  V v = xt::random::rand<double>({size}, lo, hi);
-  return v;
+  if constexpr (xt::get_rank<V>::value == 2) {  // a column
+    V v = xt::random::rand<double>({size, std::size_t{1}}, lo, hi);
+    return v;
+  } else {
+    V v = xt::random::rand<double>({size}, lo, hi);
+    return v;
+  }
 }
 template <class M>
 M random_matrix(double lo, double hi, int seed) {
@@ -298,6 +306,8 @@ std::map<std::string, std::function<double()>> all_cases() {
   c.merge(vec_cases<fix_vec>("fixed"));
   c.merge(mat_cases<dyn_mat, dyn_vec>("xtensor"));
   c.merge(mat_cases<fix_mat, fix_wvec>("fixed"));
+  c.merge(mat_cases<dyn_mat, dyn_col>("column"));
+  c.merge(mat_cases<fix_mat, fix_col>("fixedcolumn"));
   return c;
 }
 

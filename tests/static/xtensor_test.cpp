@@ -1036,6 +1036,48 @@ TEST(StaticXtensorFusion, BoundaryGradientsWrittenInPlace) {
   }
   expect_boundaries_match_general(f, p, x3);
   expect_boundaries_match_general(f, x5, p);
+  // x as a column or a row (a gemv, not a gemm, in both directions), operands column-major too
+  m2 x3c = m2::from_shape({3, 1}), x5r = m2::from_shape({1, 5});
+  std::copy(x3.begin(), x3.end(), x3c.begin());
+  std::copy(x5.begin(), x5.end(), x5r.begin());
+  const auto [cv, cg] = mg::value_and_grad(f)(p, x3c);
+  EXPECT_NEAR(cv, mg::value_and_grad(f)(p, x3).first, 1e-13);
+  const auto [rp, rx] = mg::grad(f)(pc, x3c);
+  const auto [rx5, rq] = mg::grad(f)(x5r, p);
+  const xt::xtensor<double, 2, xt::layout_type::column_major> x5rc = x5r;
+  const auto [rx5c, rqc] = mg::grad(f)(x5rc, pc);
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    EXPECT_NEAR(std::get<0>(cg).flat(i), mp.flat(i), 1e-13);
+    EXPECT_NEAR(rp(i / 3, i % 3), mp.flat(i), 1e-13);
+    EXPECT_NEAR(rq.flat(i), vq.flat(i), 1e-13);
+    EXPECT_NEAR(rqc(i / 3, i % 3), vq.flat(i), 1e-13);
+  }
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(std::get<1>(cg).flat(i), mx(i), 1e-13);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(rx.flat(i), mx(i), 1e-13);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_NEAR(rx5.flat(i), vx(i), 1e-13);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_NEAR(rx5c.flat(i), vx(i), 1e-13);
+  // a column times a row: an outer product; d/da_i = sum_j G_ij b_j, d/db_j = sum_i a_i G_ij
+  const m2 a51 = randn({5, 1}, 100), b13 = randn({1, 3}, 101);
+  const auto [oa, ob] = mg::grad(f)(a51, b13);
+  for (std::size_t i = 0; i < 5; ++i) {
+    double s = 0;
+    for (std::size_t j = 0; j < 3; ++j) {
+      const double u = std::tanh(a51(i, 0) * b13(0, j));
+      s += (1 - u * u) * b13(0, j);
+    }
+    EXPECT_NEAR(oa(i, 0), s, 1e-13);
+  }
+  for (std::size_t j = 0; j < 3; ++j) {
+    double s = 0;
+    for (std::size_t i = 0; i < 5; ++i) {
+      const double u = std::tanh(a51(i, 0) * b13(0, j));
+      s += a51(i, 0) * (1 - u * u);
+    }
+    EXPECT_NEAR(ob(0, j), s, 1e-13);
+  }
+  expect_boundaries_match_general(f, p, x3c);
+  expect_boundaries_match_general(f, x5r, p);
+  expect_boundaries_match_general(f, a51, b13);
   const xt::xtensor_fixed<float, xt::xshape<5, 3>> pff = pf;
   const xt::xtensor_fixed<float, xt::xshape<3>> x3f = xt::cast<float>(x3);
   const auto [mpf, mxf] = mg::grad(f)(pff, x3f);
