@@ -55,6 +55,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/core/extents.hpp
   detail/metagrad/core/gemm.hpp
   detail/metagrad/core/isa.hpp
+  detail/metagrad/core/lent_results.hpp
   detail/metagrad/core/object_pool.hpp
   detail/metagrad/core/selection.hpp
   detail/metagrad/core/shape_rules.hpp

@@ -128,10 +128,9 @@ inline std::size_t& lent_results_count() noexcept {
   return n;
 }
 
-// The allocator's: the result's storage when an allocation of `bytes` is awaited, else null.
-inline void* take_lent(std::size_t bytes) noexcept {
-  lending_state& s = thread_lending();
-  if (s.pending == nullptr || s.pending_bytes != bytes) return nullptr;
+// The allocator's, out of line: nothing is awaited or lent on almost every call, and the test
+// of one per-thread word is all an allocation or a free pays for it.
+[[gnu::noinline, gnu::cold]] inline void* take_lent_now(lending_state& s) noexcept {
   void* p = s.pending;
   s.pending = nullptr;
   lent_results* t = s.table;
@@ -143,13 +142,22 @@ inline void* take_lent(std::size_t bytes) noexcept {
   ++lent_results_count();
   return p;
 }
-// Does p belong to a result (so that freeing it does nothing)?
-inline bool is_lent(const void* p) noexcept {
-  const lending_state& s = thread_lending();
-  if (s.nlent == 0) return false;
+[[gnu::noinline, gnu::cold]] inline bool held_by_a_table(const lending_state& s,
+                                                         const void* p) noexcept {
   for (const lent_results* t = s.table; t != nullptr; t = t->previous)
     if (t->holds(p)) return true;
   return false;
+}
+// The result's storage when an allocation of `bytes` is awaited, else null.
+inline void* take_lent(std::size_t bytes) noexcept {
+  lending_state& s = thread_lending();
+  if (s.pending == nullptr || s.pending_bytes != bytes) return nullptr;
+  return take_lent_now(s);
+}
+// Does p belong to a result (so that freeing it does nothing)?
+inline bool is_lent(const void* p) noexcept {
+  const lending_state& s = thread_lending();
+  return s.nlent != 0 && held_by_a_table(s, p);
 }
 
 }  // namespace mg::detail

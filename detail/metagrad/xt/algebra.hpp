@@ -413,6 +413,12 @@ struct algebra_impl<X> {
       matvec_into(a, b, c.data());
       return c;
     }
+    if (ra == 2 && rb == 2 && a.shape()[1] == b.shape()[0]) {  // two matrices: no shape vectors
+      work_array<T> c =
+          work_array<T>::from_shape(std::array<std::size_t, 2>{a.shape()[0], b.shape()[1]});
+      matmul_into(a, b, c.data());
+      return c;
+    }
     const shape_t sa = shape(a), sb = shape(b);
     const matmul_plan p = plan_matmul(sa, sb, op);
     work_array<T> c =
@@ -476,25 +482,22 @@ struct algebra_impl<X> {
     }
     const xt_gemm_operand<T> A(a), B(b);
     // A column or a row (a 32x1 x, as users write W x): a gemv or an outer product; BLAS's gemm
-    // takes 4 to 5 times as long on such shapes
+    // takes 4 to 5 times as long on such shapes. An operand of one row or one column is
+    // contiguous as xt_gemm_operand reads it (blas_layout), in either order: stride 1.
     if (n == 1 || m == 1) {
-      // the matrix M (rows r, columns q) as the mv of algebra's matmul reads it; the vector's
-      // elements along its stride in the other operand's storage
+      // the matrix M (rows r, columns q) as matvec_into's mv reads it
       const bool col = n == 1;
       const xt_gemm_operand<T>& M = col ? A : B;
       const int r = static_cast<int>(col ? m : k), q = static_cast<int>(col ? k : n);
       const bool stored_transposed = M.op == 'T';
-      const int inc = col ? (B.op == 'N' ? B.ld : 1) : (A.op == 'N' ? 1 : A.ld);
       gemv(col == stored_transposed ? 'N' : 'T', stored_transposed ? r : q,
-           stored_transposed ? q : r, M.data, M.ld, col ? B.data : A.data, inc, c);
+           stored_transposed ? q : r, M.data, M.ld, col ? B.data : A.data, 1, c);
       return;
     }
     if (k == 1) {
-      const std::size_t ia = A.op == 'N' ? std::size_t(A.ld) : 1,
-                        ib = B.op == 'N' ? 1 : std::size_t(B.ld);
       for (std::size_t i = 0; i < m; ++i, c += n) {
-        const T ai = A.data[i * ia];
-        for (std::size_t j = 0; j < n; ++j) c[j] = ai * B.data[j * ib];
+        const T ai = A.data[i];
+        for (std::size_t j = 0; j < n; ++j) c[j] = ai * B.data[j];
       }
       return;
     }
