@@ -44,12 +44,12 @@ class block_pool {
   static constexpr std::size_t min_shift = 6, classes = 18;  // 64 B .. 8 MiB
   static constexpr std::size_t max_cached_bytes = std::size_t{64} << 20;
 
+  // The common cases short enough to be inlined (a pop or a push on this thread's list); the rest
+  // out of line.
   static void* allocate(std::size_t bytes) {
     // Note [Gradients written into the results] in core/lent_results.hpp
     if (void* p = take_lent(bytes)) return p;
-#if defined(MG_POOL_PASS_THROUGH)  // the exact size, so that an overflow is caught
-    return ::operator new (bytes == 0 ? 1 : bytes, std::align_val_t{alignment});
-#else
+#if !defined(MG_POOL_PASS_THROUGH)
     const std::size_t c = size_class(bytes);
     if (c < classes) {
       lists& l = local();
@@ -58,10 +58,9 @@ class block_pool {
         l.bytes -= class_bytes(c);
         return p;
       }
-      return ::operator new (class_bytes(c), std::align_val_t{alignment});
     }
-    return host_allocate(bytes);
 #endif
+    return allocate_new(bytes);
   }
 
   static void deallocate(void* p, std::size_t bytes) noexcept {
@@ -77,20 +76,33 @@ class block_pool {
         l.bytes += class_bytes(c);
         return;
       }
-    } else {
-      host_release(p, bytes);
-      return;
     }
-#else
-    (void)bytes;
 #endif
-    ::operator delete (p, std::align_val_t{alignment});
+    release(p, bytes);
   }
 
  private:
   struct free_block {
     free_block* next;
   };
+  [[gnu::noinline]] static void* allocate_new(std::size_t bytes) {
+#if defined(MG_POOL_PASS_THROUGH)  // the exact size, so that an overflow is caught
+    return ::operator new (bytes == 0 ? 1 : bytes, std::align_val_t{alignment});
+#else
+    const std::size_t c = size_class(bytes);
+    if (c < classes) return ::operator new (class_bytes(c), std::align_val_t{alignment});
+    return host_allocate(bytes);
+#endif
+  }
+  [[gnu::noinline]] static void release(void* p, [[maybe_unused]] std::size_t bytes) noexcept {
+#if !defined(MG_POOL_PASS_THROUGH)
+    if (size_class(bytes) >= classes) {
+      host_release(p, bytes);
+      return;
+    }
+#endif
+    ::operator delete (p, std::align_val_t{alignment});
+  }
   // Trivially destructible, so that it stays usable after the thread's destructors ran (an array
   // with static storage duration is freed after them): `live` then says to free directly.
   struct lists {
