@@ -86,10 +86,7 @@ class operand_lending {
     }
   }
   ~operand_lending() {
-    if (table_ != nullptr) {
-      table_->operand = {lent_results::none, lent_results::none};
-      thread_lending().pending = nullptr;
-    }
+    if (table_ != nullptr) table_->operand = {lent_results::none, lent_results::none};
   }
   operand_lending(const operand_lending&) = delete;
   operand_lending& operator=(const operand_lending&) = delete;

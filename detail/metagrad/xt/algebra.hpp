@@ -423,10 +423,6 @@ struct algebra_impl<X> {
     const matmul_plan p = plan_matmul(sa, sb, op);
     work_array<T> c =
         work_array<T>::from_shape(std::vector<std::size_t>(p.out.begin(), p.out.end()));
-    if (sa.size() == 2 && sb.size() == 2) {
-      matmul_into(a, b, c.data());
-      return c;
-    }
     // one gemm per batch, each operand read in place where its layout allows
     if (p.m == 0 || p.n == 0) return c;
     if (p.k == 0) {
@@ -454,20 +450,34 @@ struct algebra_impl<X> {
       std::fill(c, c + n, T(0));
       return;
     }
-    // Note [Row-major gemm]: M's storage read column-major is (cols, rows) for 'N' and
-    // (rows, cols) for 'T'; A x wants op(storage) = A, x A wants op(storage) = A^T
     const auto mv = [&](const auto& mat, const auto& vec, bool mat_first) {
       const xt_gemm_operand<T> M(mat);
       const xt_vector_operand<T> v(vec);
-      const bool stored_transposed = M.op == 'T';
-      const int r = static_cast<int>(rows), k = static_cast<int>(cols);
-      gemv(mat_first == stored_transposed ? 'N' : 'T', stored_transposed ? r : k,
-           stored_transposed ? k : r, M.data, M.ld, v.data, v.inc, c);
+      gemv_of(M, rows, cols, mat_first, v.data, v.inc, c);
     };
     if (ra == 2) {
       mv(a, b, true);
     } else {
       mv(b, a, false);
+    }
+  }
+  // M x (mat_first) or x M for M of rows x cols as xt_gemm_operand reads it, into c.
+  // Note [Row-major gemm]: M's storage read column-major is (cols, rows) for 'N' and (rows, cols)
+  // for 'T'; M x wants op(storage) = M, x M wants op(storage) = M^T.
+  template <class T>
+  static void gemv_of(const xt_gemm_operand<T>& M, std::size_t rows, std::size_t cols,
+                      bool mat_first, const T* x, int inc, T* c) {
+    const bool stored_transposed = M.op == 'T';
+    const int r = static_cast<int>(rows), q = static_cast<int>(cols);
+    gemv(mat_first == stored_transposed ? 'N' : 'T', stored_transposed ? r : q,
+         stored_transposed ? q : r, M.data, M.ld, x, inc, c);
+  }
+  // c = u v^T, row-major: m x n elements
+  template <class T>
+  static void outer_of(const T* u, std::size_t m, const T* v, std::size_t n, T* c) {
+    for (std::size_t i = 0; i < m; ++i, c += n) {
+      const T ui = u[i];
+      for (std::size_t j = 0; j < n; ++j) c[j] = ui * v[j];
     }
   }
   // C = A B for two matrices whose shapes agree (m x k by k x n), written into c: m x n elements,
@@ -484,21 +494,16 @@ struct algebra_impl<X> {
     // A column or a row (a 32x1 x, as users write W x): a gemv or an outer product; BLAS's gemm
     // takes 4 to 5 times as long on such shapes. An operand of one row or one column is
     // contiguous as xt_gemm_operand reads it (blas_layout), in either order: stride 1.
-    if (n == 1 || m == 1) {
-      // the matrix M (rows r, columns q) as matvec_into's mv reads it
-      const bool col = n == 1;
-      const xt_gemm_operand<T>& M = col ? A : B;
-      const int r = static_cast<int>(col ? m : k), q = static_cast<int>(col ? k : n);
-      const bool stored_transposed = M.op == 'T';
-      gemv(col == stored_transposed ? 'N' : 'T', stored_transposed ? r : q,
-           stored_transposed ? q : r, M.data, M.ld, col ? B.data : A.data, 1, c);
+    if (n == 1) {
+      gemv_of(A, m, k, true, B.data, 1, c);
+      return;
+    }
+    if (m == 1) {
+      gemv_of(B, k, n, false, A.data, 1, c);
       return;
     }
     if (k == 1) {
-      for (std::size_t i = 0; i < m; ++i, c += n) {
-        const T ai = A.data[i];
-        for (std::size_t j = 0; j < n; ++j) c[j] = ai * B.data[j];
-      }
+      outer_of(A.data, m, B.data, n, c);
       return;
     }
     // row-major C = A B is column-major C^T = B^T A^T: See Note [Row-major gemm] in blas.hpp
@@ -517,10 +522,7 @@ struct algebra_impl<X> {
   static void outer_into(const auto& a, const auto& b, T* c) {
     const std::size_t m = a.size(), n = b.size();
     const xt_vector_operand<T> u(a, true), v(b, true);
-    for (std::size_t i = 0; i < m; ++i, c += n) {
-      const T ui = u.data[i];
-      for (std::size_t j = 0; j < n; ++j) c[j] = ui * v.data[j];
-    }
+    outer_of(u.data, m, v.data, n, c);
   }
   static auto reshape(const auto& x, const shape_t& to, const auto&) {
     work_array<xt_value_t<decltype(x)>> r = x;
