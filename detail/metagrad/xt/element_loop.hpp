@@ -35,6 +35,7 @@ MG_INLINE V load_element(const S& s, std::size_t i) {
 }
 
 struct no_sink {
+  static constexpr bool blocked = false;  // flush() does nothing
   template <class V>
   MG_INLINE void put(std::size_t, const V&) {}
   MG_INLINE void flush() {}
@@ -42,11 +43,17 @@ struct no_sink {
 
 template <class T>
 struct store_sink {
+  static constexpr bool blocked = false;
   T* p;
   MG_INLINE void put(std::size_t i, const T& v) { p[i] = v; }
   MG_INLINE void put(std::size_t i, const pack<T>& v) { v.store(p + i); }
   MG_INLINE void flush() {}
 };
+
+template <class S>
+inline constexpr bool is_store_sink_v = false;
+template <class T>
+inline constexpr bool is_store_sink_v<store_sink<T>> = true;
 
 // Note [Blocked sums]: a pack accumulates at most `loop_block` values per lane; then the block's
 // total goes into a double. A float sum over 1e7 elements was 1.2e-3 off with one running pack;
@@ -54,6 +61,7 @@ struct store_sink {
 // block.
 template <class T>
 struct sum_sink {
+  static constexpr bool blocked = true;
   pack<T> acc{T(0)};
   double total_ = 0;
   MG_INLINE void put(std::size_t, const T& v) { total_ += static_cast<double>(v); }
@@ -66,9 +74,10 @@ struct sum_sink {
 };
 
 // The value sink of a fused product: packs multiply within a block, the block's product goes
-// into a double.
+// into a double (for a product of doubles the blocks change nothing, and there are none).
 template <class T>
 struct prod_sink {
+  static constexpr bool blocked = !std::is_same_v<T, double>;
   pack<T> acc{T(1)};
   double total_ = 1;
   MG_INLINE void put(std::size_t, const T& v) { total_ *= static_cast<double>(v); }
@@ -112,20 +121,25 @@ inline constexpr bool simd_tree_v<node<Op, A...>> = simd_enabled<Op>() && (simd_
 // Runs the sweep of `inner` (elementwise, over arg<0..K-1>) on elements [0, n) of the sources:
 // SIMD packs, then a scalar tail. The value goes to `value`; with Backward, the reverse sweep
 // runs with the seed's element, and the gradient of arg<I_j> goes to grads' sink j.
-// The seed and the sinks are copied into locals: a pack accumulator, a sink's pointer or the seed
-// reached through a reference would be reloaded after every store (a store of T may alias it),
-// and the accumulator's chain would then run through memory (3x slower on sum(x)). Copying the
-// sources too measured no better.
+// The expression, the sources, the seed and the sinks are copied into locals: a pack accumulator,
+// a pointer, a constant of the expression or the seed reached through a reference would be
+// reloaded after every store (a store of a pack may alias anything), and the accumulator's chain
+// would then run through memory (3x slower on sum(x)); a source pointer reloaded per pack cost
+// prod(x)'s backward one instruction in seven. The pack loop counts with one induction variable,
+// the element index.
 // With a `known` result (a pointer to the values the forward loop stored, not no_result), the
 // reverse sweep reads the result from there rather than computing it (Note [A known result] in
 // static/sweep.hpp).
 struct no_result {};
 template <class T, bool Backward, std::size_t... I, class Inner, class Srcs, class Seed,
           class VSink, class GSinks, class Known = no_result>
-MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, const Srcs& srcs,
+MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner_in, const Srcs& srcs_in,
                              std::size_t n, const Seed& seed_in, VSink& value_out,
-                             GSinks& gsinks_out, const Known& known = {}) {
+                             GSinks& gsinks_out, const Known& known_in = {}) {
   constexpr std::size_t K = std::tuple_size_v<Srcs>;
+  const Inner inner = inner_in;  // its constants, loaded once
+  const Srcs srcs = srcs_in;
+  const Known known = known_in;
   const Seed seed = seed_in;
   const auto body = [&]<class V>(std::type_identity<V>, std::size_t i, VSink& value,
                                  GSinks& gsinks) {
@@ -142,7 +156,14 @@ MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, cons
       const V g = seed_at<V>(seed, i, V(s.result()));
       s.backward(g);
       [&]<std::size_t... j>(std::index_sequence<j...>) {
-        (std::get<j>(gsinks).put(i, V(s.template gradient<I>(g, V(T(0))))), ...);
+        (
+            [&] {
+              // a sum of zeros is zero: an accumulator the loop never reaches takes no adds
+              if constexpr (reads_arg_v<I, Inner> ||
+                            is_store_sink_v<std::remove_cvref_t<decltype(std::get<j>(gsinks))>>)
+                std::get<j>(gsinks).put(i, V(s.template gradient<I>(g, V(T(0)))));
+            }(),
+            ...);
       }
       (std::make_index_sequence<sizeof...(I)>{});
     }
@@ -152,10 +173,15 @@ MG_FLATTEN void element_loop(std::index_sequence<I...>, const Inner& inner, cons
   VSink value = value_out;
   GSinks gsinks = gsinks_out;
   if constexpr (simd_tree_v<Inner>) {
-    while (i + P::size <= n) {
-      const std::size_t packs = std::min((n - i) / P::size, loop_block);
-      for (std::size_t j = 0; j < packs; ++j, i += P::size)
-        body(std::type_identity<P>{}, i, value, gsinks);
+    const std::size_t packed = n - n % P::size;
+    // blocks only where a sink sums (Note [Blocked sums])
+    constexpr bool blocked =
+        VSink::blocked || []<class... S>(std::type_identity<std::tuple<S...>>) {
+          return (S::blocked || ...);
+        }(std::type_identity<GSinks>{});
+    while (i < packed) {
+      const std::size_t end = blocked ? std::min(packed, i + loop_block * P::size) : packed;
+      for (; i < end; i += P::size) body(std::type_identity<P>{}, i, value, gsinks);
       value.flush();
       std::apply([](auto&... s) { (s.flush(), ...); }, gsinks);
     }
@@ -184,10 +210,6 @@ MG_INLINE S shifted(const S& s, std::size_t off) {
     return s;  // a number, a seed of its own, an accumulator
   }
 }
-template <class S>
-inline constexpr bool is_store_sink_v = false;
-template <class T>
-inline constexpr bool is_store_sink_v<store_sink<T>> = true;
 template <class S>
 MG_INLINE void keep_total(S& whole, const S& row) {
   if constexpr (!is_store_sink_v<S>) whole = row;  // accumulators carry over to the next row
