@@ -394,20 +394,73 @@ inline constexpr bool elementwise_node_v = false;
 template <class Op, class... A>
 inline constexpr bool elementwise_node_v<node<Op, A...>> = is_elementwise<Op>();
 
+// Note [Shared region values]: an elementwise subexpression whose value is materialised anyway,
+// because an op that is not elementwise reads it (the logits that logsumexp reads, a layer's new
+// hidden value that mg::repeat's step returns), is an input of every other region that holds it
+// rather than computed again inside each: forward, one loop computes it; backward, its
+// consumers' gradients are summed into one, and one loop takes that back. Without this, the step
+// of a 2-layer LSTM computed its first layer in the region of every value that reads it (the
+// second layer's hidden and cell values, the prediction), forward and again backward. Only
+// stateless subexpressions are shared so (one slot by type: Note [Slot identity]); a value used
+// twice within one region is one slot of that region's loop already.
+template <class L>
+struct elementwise_rows;
+template <class... T>
+struct elementwise_rows<type_list<T...>> {
+  static constexpr std::array<bool, sizeof...(T)> value{elementwise_node_v<T>...};
+};
+template <class Root>
+struct shared_region_values {
+  using L = distinct_t<Root>;
+  static constexpr std::size_t K = tree_info<Root>::max_arity == 0 ? 1 : tree_info<Root>::max_arity;
+  using table = type_table<L, K>;
+  // d is read by an elementwise parent and by one that is not, and holds no run-time state
+  static constexpr std::array<bool, table::n> shared = [] {
+    constexpr auto& rows = table::rows;
+    constexpr auto& ew = elementwise_rows<L>::value;
+    std::array<bool, table::n> in_region{}, whole{}, r{};
+    for (std::size_t d = 0; d < table::n; ++d)
+      for (std::size_t k = 0; k < rows[d].arity; ++k)
+        (ew[d] ? in_region : whole)[rows[d].child[k]] = true;
+    for (std::size_t d = 0; d < table::n; ++d)
+      r[d] = ew[d] && rows[d].stateless && in_region[d] && whole[d];
+    return r;
+  }();
+};
+template <class X, class Root>
+constexpr bool shared_region_value() {
+  if constexpr (elementwise_node_v<X> && stateless_v<X>) {
+    using S = shared_region_values<Root>;
+    return S::shared[index_in<X>(typename S::L{})];
+  } else {
+    return false;
+  }
+}
+
 // The boundary of a region node (Note [Planning on the DAG] in plan.hpp): its stateless boundary
 // subtrees once each, by type (stateless_boundary), and its stateful ones at each occurrence, left
-// to right (stateful_boundary). Only stateful subtrees have stateful boundaries.
-template <class E>
+// to right (stateful_boundary). Only stateful subtrees have stateful boundaries. Root is the whole
+// expression (Note [Shared region values]).
+template <class E, class Root>
 struct stateless_boundary {  // a leaf, or a node that is not elementwise
   using type = std::conditional_t<stateless_v<E>, type_list<E>, type_list<>>;
 };
-template <class T, class O>
-struct stateless_boundary<cst<T, O>> {
+template <class T, class O, class Root>
+struct stateless_boundary<cst<T, O>, Root> {
   using type = type_list<>;
 };
-template <class Op, class... A>
-requires(is_elementwise<Op>()) struct stateless_boundary<node<Op, A...>> {
-  using type = typename merge_all<type_list<>, typename stateless_boundary<A>::type...>::type;
+// ... of the region whose root is the elementwise node E
+template <class E, class Root>
+struct region_boundary;
+template <class Op, class... A, class Root>
+struct region_boundary<node<Op, A...>, Root> {
+  using type = typename merge_all<type_list<>, typename stateless_boundary<A, Root>::type...>::type;
+};
+template <class Op, class... A, class Root>
+requires(is_elementwise<Op>()) struct stateless_boundary<node<Op, A...>, Root> {
+  using type = typename std::conditional_t<shared_region_value<node<Op, A...>, Root>(),
+                                           std::type_identity<type_list<node<Op, A...>>>,
+                                           region_boundary<node<Op, A...>, Root>>::type;
 };
 template <class E>
 struct stateful_boundary {
@@ -452,9 +505,18 @@ template <class T, class O, class SL>
 struct rebuilt<cst<T, O>, SL> {
   using type = cst<T, O>;
 };
+template <class E, class SL>
+struct rebuilt_node;
+template <class Op, class... A, class SL>
+struct rebuilt_node<node<Op, A...>, SL> {
+  using type = node<Op, typename rebuilt<A, SL>::type...>;
+};
 template <class Op, class... A, class SL>
 requires(is_elementwise<Op>()) struct rebuilt<node<Op, A...>, SL> {
-  using type = node<Op, typename rebuilt<A, SL>::type...>;
+  // (an elementwise boundary: a shared value, Note [Shared region values])
+  using type = typename std::conditional_t<(index_in<node<Op, A...>>(SL{}) < list_size<SL>::value),
+                                           std::type_identity<arg<index_in<node<Op, A...>>(SL{})>>,
+                                           rebuilt_node<node<Op, A...>, SL>>::type;
 };
 
 // The region's inner expression for the occurrence e whose stateful boundaries start at Start:
@@ -496,32 +558,32 @@ constexpr const auto& stateful_at(const E& e) {
   }
 }
 
-template <class E>
-constexpr auto regionize(const E& e);
+template <class Root, class E>
+constexpr auto regionize_in(const E& e);
 
-template <class Op, class... A>
+template <class Root, class Op, class... A>
 constexpr auto make_region(const node<Op, A...>& e) {
   using E = node<Op, A...>;
-  using SL = typename stateless_boundary<E>::type;
+  using SL = typename region_boundary<E, Root>::type;
   constexpr std::size_t S = list_size<SL>::value, F = stateful_count<E>;
   using R = region_op<decltype(rebuild<SL, S, 0>(e)), S + F>;
   const R region{rebuild<SL, S, 0>(e)};
   return [&]<std::size_t... u, std::size_t... m>(std::index_sequence<u...>,
                                                  std::index_sequence<m...>) {
-    return assemble(region, regionize(typename type_at<u, SL>::type{})...,
-                    regionize(stateful_at<m>(e))...);
+    return assemble(region, regionize_in<Root>(typename type_at<u, SL>::type{})...,
+                    regionize_in<Root>(stateful_at<m>(e))...);
   }
   (std::make_index_sequence<S>{}, std::make_index_sequence<F>{});
 }
 
-template <class E>
+template <class Root, class E>
 constexpr auto regionize_node(const E& e) {
   if constexpr (elementwise_node_v<E>) {
-    return make_region(e);
+    return make_region<Root>(e);
   } else if constexpr (is_node_v<E>) {
     return [&]<class Op, class... A>(const node<Op, A...>& n) {
       return [&]<std::size_t... j>(std::index_sequence<j...>) {
-        return assemble(n.op, regionize(child<j>(n))...);
+        return assemble(n.op, regionize_in<Root>(child<j>(n))...);
       }
       (std::index_sequence_for<A...>{});
     }(e);
@@ -532,16 +594,20 @@ constexpr auto regionize_node(const E& e) {
 
 /// The expression with every maximal elementwise subtree replaced by one region node. A stateless
 /// subtree is rewritten by its type alone, so a subexpression reused many times costs nothing more
-/// (Note [Planning on the DAG]).
-template <class E>
-constexpr auto regionize(const E& e) {
+/// (Note [Planning on the DAG]). Root is the whole expression (Note [Shared region values]).
+template <class Root, class E>
+constexpr auto regionize_in(const E& e) {
   if constexpr (stateless_v<E>) {
-    using R = decltype(regionize_node(e));
+    using R = decltype(regionize_node<Root>(e));
     static_assert(stateless_v<R>);
     return R{};
   } else {
-    return regionize_node(e);
+    return regionize_node<Root>(e);
   }
+}
+template <class E>
+constexpr auto regionize(const E& e) {
+  return regionize_in<E>(e);
 }
 
 template <class E>
