@@ -129,6 +129,29 @@ struct triple_op {
 };
 }  // namespace
 
+// A value that a shaped op and a region both read (Note [Shared region values] in
+// xt/region.hpp): the Hessian against differences of the gradient, which the general path gives.
+TEST(ArrayTransforms, HessianOfAValueReadTwice) {
+  const arr x = randn({3, 4}, 44);
+  arr y = xt::zeros<double>({3, 5});
+  for (std::size_t i = 0; i < 3; ++i) y(i, (2 * i + 1) % 5) = 1;
+  const auto f = [&x, &y](const auto& w) {
+    const auto z = mg::tanh(mg::matmul(x, w));
+    return mg::sum(mg::logsumexp(z, 1)) - mg::sum(y * z);
+  };
+  const arr w = randn({4, 5}, 45);
+  const arr H = mg::hessian(f)(w);
+  ASSERT_EQ(H.shape(), (std::vector<std::size_t>{4, 5, 4, 5}));
+  const double h = 1e-5;
+  for (std::size_t k = 0; k < 20; ++k) {
+    arr e = xt::zeros<double>({4, 5});
+    e.flat(k) = h;
+    const arr col = (gradient(f, arr(w + e)) - gradient(f, arr(w - e))) / (2 * h);
+    for (std::size_t i = 0; i < 20; ++i)
+      EXPECT_TRUE(near_rel(H.flat(i * 20 + k), col.flat(i), 1e-6)) << i << ", " << k;
+  }
+}
+
 TEST(ArrayTransforms, HessianThroughAnOpOfThreeInputs) {
   const auto f = [](const auto& x) {
     return mg::sum(mg::apply<triple_op>(mg::sin(x), x * x, mg::exp(x * 0.3)));

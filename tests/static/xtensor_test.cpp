@@ -384,6 +384,62 @@ TEST(StaticXtensorRegions, GradientsThroughRegionsWithBroadcastingAndNumbers) {
            x, randn({1, 3}, 33));
 }
 
+// Is E an Op node, or does it hold one?
+template <class Op, class E>
+constexpr bool holds_op() {
+  if constexpr (mg::detail::is_node_v<E>) {
+    return []<class O, class... A>(std::type_identity<mg::node<O, A...>>) {
+      return std::is_same_v<O, Op> || (holds_op<Op, A>() || ...);
+    }(std::type_identity<E>{});
+  } else {
+    return false;
+  }
+}
+// How many distinct region nodes of E compute an Op node in their loop?
+template <class Op, class E>
+constexpr int regions_computing() {
+  return []<class... T>(mg::detail::type_list<T...>) {
+    return ([] {
+      if constexpr (mg::detail::is_node_v<T>) {
+        using O = std::remove_cvref_t<decltype(std::declval<const T&>().op)>;
+        if constexpr (requires { std::declval<const O&>().inner; })
+          return holds_op<Op, decltype(std::declval<const O&>().inner)>() ? 1 : 0;
+      }
+      return 0;
+    }() + ... +
+            0);
+  }(mg::detail::distinct_t<E>{});
+}
+
+TEST(StaticXtensorRegions, AValueAShapedOpReadsIsComputedOnce) {
+  // Note [Shared region values]: z is read by logsumexp (not elementwise) and by y * z; one
+  // region computes it, and y * z reads it (each of the two regions computed tanh before)
+  auto loss = [](auto x, auto w, auto y) {
+    const auto z = tanh(matmul(x, w));
+    return sum(logsumexp(z, 1)) - sum(y * z);
+  };
+  using R = mg::detail::regionized_t<mg::detail::traced_t<decltype(loss), 3>>;
+  static_assert(regions_computing<mg::tanh_op, R>() == 1);
+  // a value with a constant (its own slot per occurrence) is computed where it is read
+  auto scaled = [](auto x, auto w, auto y) {
+    const auto z = tanh(matmul(x, w)) * 2.0;
+    return sum(logsumexp(z, 1)) - sum(y * z);
+  };
+  using S = mg::detail::regionized_t<mg::detail::traced_t<decltype(scaled), 3>>;
+  static_assert(regions_computing<mg::tanh_op, S>() == 2);
+  const auto x = randn({3, 4}, 60), w = randn({4, 5}, 61);
+  xt::xarray<double> y = xt::zeros<double>({3, 5});
+  for (std::size_t i = 0; i < 3; ++i) y(i, (2 * i + 1) % 5) = 1;
+  check_xt(loss, x, w, y);
+  // a value that a shaped op and two regions read, and an axis sum of it besides
+  check_xt(
+      [](auto a, auto b) {
+        const auto u = exp(a) + b;
+        return sum(sum(u, 0) * 2.0) + sum(u * u * b) - sum(sin(u));
+      },
+      x, randn({4}, 62));
+}
+
 TEST(StaticXtensorRegions, VjpOfAnElementwiseFunctionIsOneRegion) {
   // the root itself is a region: value and vjp against closed forms, with broadcasting
   const auto x = randn({2, 3}, 34), y = randn({3}, 35), seed = randn({2, 3}, 36);
