@@ -399,9 +399,9 @@ struct sweep_types {
 };
 
 // Borrows: the sweep reads the values of another sweep's forward() (its own forward() is not
-// to be called).
+// to be called). Writes: its forward() writes the values into storage it is given.
 template <class E, class Args, class Policy, class Seed, class Wanted = all_args,
-          bool Borrows = false>
+          bool Borrows = false, bool Writes = false>
 class sweep {
   using T = sweep_types<E, Args, Policy, Seed, Wanted>;
   // plan_v<E> is named directly, never through a reference member: Note [nvcc host constants]
@@ -417,17 +417,20 @@ class sweep {
   };
   using slots = std::make_index_sequence<N>;
 
-  template <class, class, class, class, class, bool>
+  template <class, class, class, class, class, bool, bool>
   friend class sweep;
 
   const E& e_;
   const Args& args_;
-  std::conditional_t<Borrows, const typename storage<slots>::vals&, typename storage<slots>::vals>
+  std::conditional_t<
+      Borrows, const typename storage<slots>::vals&,
+      std::conditional_t<Writes, typename storage<slots>::vals&, typename storage<slots>::vals>>
       vals_;
   typename storage<slots>::bwds bwds_;
 
  public:
-  MG_HD MG_INLINE constexpr sweep(const E& e, const Args& args) : e_(e), args_(args) {
+  MG_HD MG_INLINE constexpr sweep(const E& e, const Args& args) requires(!Borrows && !Writes)
+      : e_(e), args_(args) {
     check_origins(e);
   }
   // A sweep of the same expression and arguments with another seed type, reading the values that
@@ -442,10 +445,16 @@ class sweep {
   // borrowing sweep over values kept that way: mg::repeat's reverse loop keeps each step's
   // forward (Note [A kept forward] in xt/general.hpp).
   using values_type = typename storage<slots>::vals;
-  values_type take_values() requires(!Borrows) { return std::move(vals_); }
+  values_type take_values() requires(!Borrows && !Writes) { return std::move(vals_); }
   sweep(const E& e, const Args& args, const values_type& kept) requires Borrows : e_(e),
                                                                                   args_(args),
                                                                                   vals_(kept) {}
+  // ... or forward() writing them where they are kept (no move of the values out)
+  sweep(const E& e, const Args& args, values_type& keep) requires Writes : e_(e),
+                                                                           args_(args),
+                                                                           vals_(keep) {
+    check_origins(e);
+  }
 
   // The value of slot s: a reference to the argument or constant for leaves (a number for
   // cst<known<V>>).

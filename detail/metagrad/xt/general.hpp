@@ -143,7 +143,7 @@ struct array_general {
     template <std::size_t... i>
     static wanted_args<i...> wanted(std::index_sequence<i...>);
     using Wanted = decltype(wanted(std::make_index_sequence<KI + M>{}));
-    using Forward = sweep<E, Args, xt_policy, S, Wanted>;
+    using Forward = sweep<E, Args, xt_policy, S, Wanted, false, true>;
     using Back = sweep<E, Args, xt_policy, S, Wanted, true>;
 
     E e;
@@ -170,7 +170,8 @@ struct array_general {
       kept.reserve(n);
       for (std::size_t k = 0; k < n; ++k) {
         const Args args = args_at(k);
-        Forward s(e, args);
+        // the step's values are written where they are kept (reserved: kept never moves)
+        Forward s(e, args, kept.emplace_back());
         s.forward();
         if (k + 1 < n) {
           [&]<std::size_t... j>(std::index_sequence<j...>) {
@@ -180,7 +181,6 @@ struct array_general {
           }
           (std::make_index_sequence<M>{});
         }
-        kept.push_back(s.take_values());
       }
     }
     // The inputs' gradients, summed over the steps; a ends as the initial state's adjoint.

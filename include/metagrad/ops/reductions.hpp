@@ -372,16 +372,25 @@ struct logsumexp_op {
   detail::reduce_dims r;
   auto forward(const auto& x) const {
     using A = detail::algebra<decltype(x)>;
-    const auto m = detail::kept_max(x, r);
-    const auto shifted = mg::exp(detail::call(sub_op{}, x, m));
-    // summing the kept dimensions (each of extent 1) drops them unless r keeps them
-    return A::sum(detail::call(add_op{}, mg::log(A::sum(shifted, {r.all, r.dim, true})), m), r);
+    if constexpr (requires { A::logsumexp(x, r); }) {  // one pass per row (xtensor arrays)
+      return A::logsumexp(x, r);
+    } else {
+      const auto m = detail::kept_max(x, r);
+      const auto shifted = mg::exp(detail::call(sub_op{}, x, m));
+      // summing the kept dimensions (each of extent 1) drops them unless r keeps them
+      return A::sum(detail::call(add_op{}, mg::log(A::sum(shifted, {r.all, r.dim, true})), m), r);
+    }
   }
   // d/dx: g exp(x - y), g and y broadcast back along the reduced dimensions
   auto backward(const auto& x, const auto& y, const auto& g) const {
-    using detail::unreduce;
-    return detail::call(mul_op{}, unreduce(g, x, r),
-                        mg::exp(detail::call(sub_op{}, x, unreduce(y, x, r))));
+    using A = detail::algebra<decltype(x)>;
+    if constexpr (requires { A::logsumexp_backward(x, y, g, r); }) {
+      return A::logsumexp_backward(x, y, g, r);
+    } else {
+      using detail::unreduce;
+      return detail::call(mul_op{}, unreduce(g, x, r),
+                          mg::exp(detail::call(sub_op{}, x, unreduce(y, x, r))));
+    }
   }
 };
 template <class X>
