@@ -411,6 +411,49 @@ constexpr int regions_computing() {
   }(mg::detail::distinct_t<E>{});
 }
 
+// Note [Rows of logsumexp] in xt/algebra.hpp: each reduction against a direct computation and
+// its gradient against central differences, along the last dimension (rows in packs), a leading
+// one (strided) and all, with keepdim, and the max's rules for infinities and NaN.
+TEST(StaticXtensorRegions, LogsumexpRowByRow) {
+  const auto x = randn({3, 11}, 63);
+  const auto direct = [&](std::size_t row) {
+    double m = -INFINITY, s = 0;
+    for (std::size_t k = 0; k < 11; ++k) m = std::max(m, x(row, k));
+    for (std::size_t k = 0; k < 11; ++k) s += std::exp(x(row, k) - m);
+    return std::log(s) + m;
+  };
+  using engine = mg::detail::evaluator<mg::detail::array_family>;
+  const xt::xarray<double> rows = engine::value([](auto a) { return logsumexp(a, 1); }, x);
+  ASSERT_EQ(rows.shape(), (std::vector<std::size_t>{3}));
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(rows(i), direct(i), 1e-14);
+  const xt::xarray<double> kept = engine::value([](auto a) { return logsumexp(a, -1, true); }, x);
+  ASSERT_EQ(kept.shape(), (std::vector<std::size_t>{3, 1}));
+  EXPECT_EQ(kept(2, 0), rows(2));
+  const xt::xarray<double> cols = engine::value([](auto a) { return logsumexp(a, 0); }, x);
+  ASSERT_EQ(cols.shape(), (std::vector<std::size_t>{11}));
+  for (std::size_t k = 0; k < 11; ++k) {
+    double s = 0;
+    for (std::size_t i = 0; i < 3; ++i) s += std::exp(x(i, k));
+    EXPECT_NEAR(cols(k), std::log(s), 1e-13);
+  }
+  const auto w = randn({3}, 64), v = randn({11}, 65);
+  check_xt([](auto a, auto b) { return sum(logsumexp(a, 1) * b); }, x, w);
+  check_xt([](auto a, auto b) { return sum(logsumexp(a, 0) * b); }, x, v);
+  check_xt([](auto a, auto b) { return sum(logsumexp(a, 1, true) * b); }, x, randn({3, 1}, 66));
+  check_xt([](auto a) { return logsumexp(a) * 2.0; }, x);
+  check_xt([](auto a) { return sum(logsumexp(a * a, 1)); }, randn({2, 3, 5}, 67));
+  // the formula's rules: a row of -inf gives NaN (-inf - -inf), +inf gives NaN, NaN propagates
+  xt::xarray<double> odd = {{-INFINITY, -INFINITY}, {1.0, INFINITY}, {NAN, 0.0}, {0.0, 0.0}};
+  const xt::xarray<double> r = engine::value([](auto a) { return logsumexp(a, 1); }, odd);
+  EXPECT_TRUE(std::isnan(r(0)) && std::isnan(r(1)) && std::isnan(r(2)));
+  EXPECT_NEAR(r(3), std::log(2.0), 1e-15);
+  // float rows longer than a pack, the sums in double
+  xt::xarray<float> f = xt::ones<float>({2, 37});
+  const auto [vf, gf] = mg::value_and_grad([](auto a) { return sum(logsumexp(a, 1)); })(f);
+  EXPECT_NEAR(vf, 2 * (1 + std::log(37.0f)), 1e-5);
+  for (float g : gf) EXPECT_NEAR(g, 1.0f / 37, 1e-7);
+}
+
 TEST(StaticXtensorRegions, AValueAShapedOpReadsIsComputedOnce) {
   // Note [Shared region values]: z is read by logsumexp (not elementwise) and by y * z; one
   // region computes it, and y * z reads it (each of the two regions computed tanh before)

@@ -365,6 +365,25 @@ struct lse_rows {
       }
     }
   }
+  // the sum of exp(row[k stride] - m) over k < len, in double; a contiguous row in packs, whose
+  // sums go into the double every 64 packs (as Note [Blocked sums] in xt/element_loop.hpp)
+  template <class T>
+  static double exp_sum(const T* row, std::size_t len, std::size_t stride, T m) {
+    double s = 0;
+    std::size_t k = 0;
+    if (stride == 1) {
+      using P = pack<T>;
+      const std::size_t packed = len - len % P::size;
+      while (k < packed) {
+        P acc(T(0));
+        for (const std::size_t end = std::min(packed, k + 64 * P::size); k < end; k += P::size)
+          acc = acc + exp(P::load(row + k) - P(m));
+        s += static_cast<double>(acc.reduce_add());
+      }
+    }
+    for (; k < len; ++k) s += static_cast<double>(std::exp(row[k * stride] - m));
+    return s;
+  }
 };
 
 template <class X>
@@ -398,11 +417,9 @@ struct algebra_impl<X> {
     for (std::size_t o = 0; o < rows.outer; ++o)
       for (std::size_t i = 0; i < rows.inner; ++i) {
         const T* row = p + o * rows.len * rows.inner + i;
-        T m = extreme_reduction<true>::template init<T>();
-        for (std::size_t k = 0; k < rows.len; ++k) m = pick_extreme<true>(m, row[k * rows.inner]);
-        double s = 0;
-        for (std::size_t k = 0; k < rows.len; ++k)
-          s += static_cast<double>(std::exp(row[k * rows.inner] - m));
+        const auto stride = static_cast<std::int64_t>(rows.inner);
+        const T m = extreme_reduction<true>::row(row, stride, static_cast<std::int64_t>(rows.len));
+        const double s = lse_rows::exp_sum(row, rows.len, rows.inner, m);
         q[o * rows.inner + i] = static_cast<T>(std::log(static_cast<T>(s)) + m);
       }
     if (r.keepdim) y.reshape(std::vector<std::size_t>(rows.out.begin(), rows.out.end()));
@@ -432,7 +449,13 @@ struct algebra_impl<X> {
       for (std::size_t i = 0; i < rows.inner; ++i) {
         const std::size_t at = o * rows.len * rows.inner + i, j = o * rows.inner + i;
         const T gj = gp ? gp[j] : gv, yj = yp[j];
-        for (std::size_t k = 0; k < rows.len; ++k)
+        std::size_t k = 0;
+        if (rows.inner == 1) {  // a contiguous row: packs
+          using P = pack<T>;
+          for (; k + P::size <= rows.len; k += P::size)
+            (P(gj) * exp(P::load(p + at + k) - P(yj))).store(d + at + k);
+        }
+        for (; k < rows.len; ++k)
           d[at + k * rows.inner] = gj * std::exp(p[at + k * rows.inner] - yj);
       }
     return out;
