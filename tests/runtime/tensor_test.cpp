@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <xtensor/xadapt.hpp>
+#include <xtensor/xmanipulation.hpp>
 #include <xtensor/xtensor.hpp>
+#include <xtensor/xview.hpp>
 
 #include <metagrad/tensor.hpp>
 #include <metagrad/tensor_xtensor.hpp>
@@ -95,6 +97,23 @@ TEST(RuntimeTensor, XtensorRoundTrip) {
   EXPECT_DOUBLE_EQ(e.to_xtensor<double>()(2, 1), 15.0);
   // a transposed view reads back in its own (logical) order
   EXPECT_EQ(mg::transpose(t).to_xtensor<double>(), xt::xarray<double>(xt::transpose(a)));
+  // xtensor views: contiguous ones (at an offset) are read in place, the others element by
+  // element, each in its logical order
+  const xt::xarray<double> big = {{1., 2., 3.}, {4., 5., 6.}, {7., 8., 9.}};
+  EXPECT_EQ(tensor(xt::view(big, xt::range(1, 3), xt::all())).to_xtensor<double>(),
+            xt::xarray<double>({{4., 5., 6.}, {7., 8., 9.}}));
+  EXPECT_EQ(tensor(xt::view(big, xt::all(), 1)).to_xtensor<double>(),
+            xt::xarray<double>({2., 5., 8.}));
+  EXPECT_EQ(tensor(xt::transpose(big)).to_xtensor<double>(),
+            xt::xarray<double>(xt::transpose(big)));
+  EXPECT_EQ(tensor(xt::view(big, 2, xt::range(0, 3, 2))).to_xtensor<double>(),
+            xt::xarray<double>({7., 9.}));
+  // to other element types, and from integer tensors
+  EXPECT_EQ(t.to_xtensor<std::int64_t>()(1, 1), 4);
+  EXPECT_EQ(t.to_xtensor<float>()(0, 0), 1.5f);
+  const tensor ints({2, -3}, mg::i64);
+  EXPECT_EQ(ints.to_xtensor<double>(), xt::xarray<double>({2., -3.}));
+  EXPECT_EQ(ints.to_xtensor<std::int64_t>(), xt::xarray<std::int64_t>({2, -3}));
 }
 
 TEST(RuntimeTensor, ItemAndConversions) {

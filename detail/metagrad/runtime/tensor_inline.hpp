@@ -116,9 +116,21 @@ tensor::tensor(const xt::xexpression<E>& e) {
                 "metagrad: mg::tensor holds float or double elements; convert integer xtensor data "
                 "with xt::cast<double>(e) first");
   const E& a = e.derived_cast();
+  const shape_t shape(a.shape().begin(), a.shape().end());
+  // elements in row-major order in memory (a container, a contiguous view): read in place
+  if constexpr (requires {
+                  a.data() + a.data_offset();
+                  a.layout();
+                }) {
+    using layout = std::remove_cvref_t<decltype(a.layout())>;
+    if (a.layout() == layout::row_major) {
+      impl_ = detail::from_values(shape, detail::dtype_of<V>(), a.data() + a.data_offset(),
+                                  detail::dtype_of<V>());
+      return;
+    }
+  }
   std::vector<V> values(a.begin(), a.end());
-  impl_ = detail::from_values(shape_t(a.shape().begin(), a.shape().end()), detail::dtype_of<V>(),
-                              values.data(), detail::dtype_of<V>());
+  impl_ = detail::from_values(shape, detail::dtype_of<V>(), values.data(), detail::dtype_of<V>());
 }
 
 template <class T>
