@@ -46,6 +46,20 @@ template <class F>
 arr gradient(const F& f, const arr& x) {
   return arr(mg::grad(f)(x));
 }
+// H, the Hessian of f at x (x's shape twice), against central differences of the engine's
+// gradient, a column per element of x
+template <class F>
+void expect_hessian_by_differences(const F& f, const arr& x, const arr& H) {
+  const std::size_t n = x.size();
+  const double h = 1e-5;
+  for (std::size_t k = 0; k < n; ++k) {
+    arr e = xt::zeros<double>(x.shape());
+    e.flat(k) = h;
+    const arr col = (gradient(f, arr(x + e)) - gradient(f, arr(x - e))) / (2 * h);
+    for (std::size_t i = 0; i < n; ++i)
+      EXPECT_TRUE(near_rel(H.flat(i * n + k), col.flat(i), 1e-6)) << i << ", " << k;
+  }
+}
 }  // namespace
 
 TEST(ArrayTransforms, JvpAgainstDifferences) {
@@ -107,14 +121,7 @@ TEST(ArrayTransforms, HessianByBlocksOfDirections) {
   };
   const arr G = mg::hessian(g)(A);
   ASSERT_EQ(G.shape(), (std::vector<std::size_t>{4, 3, 4, 3}));
-  const double h = 1e-5;
-  for (std::size_t k = 0; k < 12; ++k) {
-    arr e = xt::zeros<double>({4, 3});
-    e.flat(k) = h;
-    const arr col = (gradient(g, arr(A + e)) - gradient(g, arr(A - e))) / (2 * h);
-    for (std::size_t i = 0; i < 12; ++i)
-      EXPECT_TRUE(near_rel(G.flat(i * 12 + k), col.flat(i), 1e-6));
-  }
+  expect_hessian_by_differences(g, A, G);
 }
 
 // An elementwise op of three inputs, all of them along the block's directions: its tangent is
@@ -142,14 +149,7 @@ TEST(ArrayTransforms, HessianOfAValueReadTwice) {
   const arr w = randn({4, 5}, 45);
   const arr H = mg::hessian(f)(w);
   ASSERT_EQ(H.shape(), (std::vector<std::size_t>{4, 5, 4, 5}));
-  const double h = 1e-5;
-  for (std::size_t k = 0; k < 20; ++k) {
-    arr e = xt::zeros<double>({4, 5});
-    e.flat(k) = h;
-    const arr col = (gradient(f, arr(w + e)) - gradient(f, arr(w - e))) / (2 * h);
-    for (std::size_t i = 0; i < 20; ++i)
-      EXPECT_TRUE(near_rel(H.flat(i * 20 + k), col.flat(i), 1e-6)) << i << ", " << k;
-  }
+  expect_hessian_by_differences(f, w, H);
 }
 
 TEST(ArrayTransforms, HessianThroughAnOpOfThreeInputs) {

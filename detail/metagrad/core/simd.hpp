@@ -35,6 +35,10 @@ namespace mg::detail {
 // sin and cos left errors of up to 90,000 ulp in double and 245 ulp in float. So those builds
 // split pi/2 into parts with few significant bits (33 for double, 11 for float: j < 2^20 and
 // 2^13 below the limits), whose products with j are exact, and a last part at full precision.
+// Packs a sum accumulates per lane before adding the block's total into a double (Note [Blocked
+// sums] in xt/element_loop.hpp; the xtensor algebra's row sums block the same way).
+inline constexpr std::size_t loop_block = 64;
+
 #if defined(__FMA__) || defined(__AVX512F__) || defined(__aarch64__)
 inline constexpr bool fused_multiply_add = true;
 #else

@@ -366,7 +366,7 @@ struct lse_rows {
     }
   }
   // the sum of exp(row[k stride] - m) over k < len, in double; a contiguous row in packs, whose
-  // sums go into the double every 64 packs (as Note [Blocked sums] in xt/element_loop.hpp)
+  // sums go into the double every loop_block packs (Note [Blocked sums] in xt/element_loop.hpp)
   template <class T>
   static double exp_sum(const T* row, std::size_t len, std::size_t stride, T m) {
     double s = 0;
@@ -376,7 +376,8 @@ struct lse_rows {
       const std::size_t packed = len - len % P::size;
       while (k < packed) {
         P acc(T(0));
-        for (const std::size_t end = std::min(packed, k + 64 * P::size); k < end; k += P::size)
+        for (const std::size_t end = std::min(packed, k + loop_block * P::size); k < end;
+             k += P::size)
           acc = acc + exp(P::load(row + k) - P(m));
         s += static_cast<double>(acc.reduce_add());
       }

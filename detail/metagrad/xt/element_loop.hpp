@@ -109,9 +109,6 @@ MG_INLINE V seed_at(const S& s, std::size_t i, const V& value) {
   }
 }
 
-// Packs per block of the element loop. See Note [Blocked sums].
-inline constexpr std::size_t loop_block = 64;
-
 // Do all ops of an expression run on SIMD packs (none says simd = false)?
 template <class E>
 inline constexpr bool simd_tree_v = true;
