@@ -59,6 +59,7 @@ set(METAGRAD_DETAIL_HEADERS
   detail/metagrad/core/object_pool.hpp
   detail/metagrad/core/selection.hpp
   detail/metagrad/core/shape_rules.hpp
+  detail/metagrad/core/slot_cell.hpp
   detail/metagrad/core/simd.hpp
   detail/metagrad/core/storage.hpp
   detail/metagrad/core/tensor_impl.hpp

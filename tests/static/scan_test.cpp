@@ -290,3 +290,76 @@ TEST(StaticScan, AStepReadingChangingCapturedDataIsAnError) {
   EXPECT_TRUE(mg_test::near_rel(mg::grad(unrolled)(0.3),
                                 mg_test::central_difference<0>(by_hand, std::tuple{0.3}), 1e-8));
 }
+
+namespace {
+// 2x as a shaped op (seen as a whole array) that counts how often it runs: once per step of
+// the loop that calls it.
+int doubled_forward = 0, doubled_backward = 0;
+struct counted_double_op {
+  static constexpr const char* name = "counted_double";
+  static constexpr bool elementwise = false;
+  static constexpr std::size_t arity = 1;
+  static auto forward(const auto& x) {
+    ++doubled_forward;
+    return xt::xarray<double>(2.0 * x);
+  }
+  static auto backward(const auto&, const auto&, const auto& g) {
+    ++doubled_backward;
+    return xt::xarray<double>(2.0 * g);
+  }
+};
+}  // namespace
+
+// Note [The loop's forward kept]: a gradient runs each step's forward once (the value comes from
+// the run the reverse loop reads), and a value alone keeps nothing and runs it once too. The
+// results against the loop written by hand and central differences, with a loop nested in the
+// step (whose own run is not kept: it is part of the outer step's kept values).
+TEST(StaticScan, AGradientRunsEachStepOnce) {
+  constexpr int n = 7;
+  const xt::xtensor<double, 1> t = {0.3, 0.5, -0.2}, x = {0.1, 0.05, -0.1};
+  auto f = [](auto a, auto b) {
+    const auto s = mg::repeat<n>(
+        [&](const auto& s) { return s + 0.1 * sin(mg::apply<counted_double_op>(s)) * b; }, a);
+    return sum(sin(s));  // (s * s would be two loops: Note [Slot identity])
+  };
+  auto by_hand = [](xt::xtensor<double, 1> s, const xt::xtensor<double, 1>& b) {
+    for (int k = 0; k < n; ++k) s = s + 0.1 * xt::sin(2.0 * s) * b;
+    return double(xt::sum(xt::sin(s))());
+  };
+  doubled_forward = doubled_backward = 0;
+  const auto [value, g] = mg::value_and_grad(f)(t, x);
+  EXPECT_EQ(doubled_forward, n);
+  EXPECT_EQ(doubled_backward, n);
+  EXPECT_NEAR(double(value), by_hand(t, x), 1e-14);
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    auto plus = t, minus = t;
+    plus(i) += 1e-6;
+    minus(i) -= 1e-6;
+    EXPECT_TRUE(
+        mg_test::near_rel(std::get<0>(g)(i), (by_hand(plus, x) - by_hand(minus, x)) / 2e-6, 1e-7))
+        << i;
+  }
+  mg_test::check_xt(f, t, x);
+  doubled_forward = doubled_backward = 0;
+  (void)mg::detail::evaluator<mg::detail::array_family>::value(f, t, x);
+  EXPECT_EQ(doubled_forward, n);
+  EXPECT_EQ(doubled_backward, 0);
+
+  // nested: 3 outer steps of 4 inner ones. The outer loop's kept run runs each inner loop once,
+  // not keeping it (its values are part of the outer step's); each inner loop's backward runs it
+  // once more, keeping it: 2 x 3 x 4 (before the outer run was kept, 3 x 3 x 4).
+  auto nested = [](auto a, auto b) {
+    const auto s = mg::repeat<3>(
+        [&](const auto& s) {
+          return mg::repeat<4>(
+              [&](const auto& u) { return u + 0.1 * sin(mg::apply<counted_double_op>(u)) * b; },
+              s * 0.9);
+        },
+        a);
+    return sum(s * b);
+  };
+  doubled_forward = 0;
+  (void)mg::value_and_grad(nested)(t, x);
+  EXPECT_EQ(doubled_forward, 2 * 3 * 4);
+  mg_test::check_xt(nested, t, x);
+}

@@ -353,6 +353,66 @@ struct op_of<mg::node<Op, A...>> {
   using type = Op;
 };
 
+namespace {
+// A value that counts its constructions and destructions.
+struct tally {
+  static inline int made = 0, gone = 0, assigned = 0;
+  double v = 0;
+  explicit tally(double x) : v(x) { ++made; }
+  tally(const tally& o) : v(o.v) { ++made; }
+  tally(tally&& o) noexcept : v(o.v) { ++made; }
+  tally& operator=(const tally& o) {
+    v = o.v;
+    ++assigned;
+    return *this;
+  }
+  tally& operator=(tally&& o) noexcept {
+    v = o.v;
+    ++assigned;
+    return *this;
+  }
+  ~tally() { ++gone; }
+};
+}  // namespace
+
+// Note [Slots built when computed]: the pooled arrays of the general path are held in cells that
+// build nothing until a value is set (an xtensor array's default constructor allocates one
+// element), and free what they hold exactly once.
+TEST(StaticXtensorRegions, SlotsBuiltWhenComputed) {
+  using mg::detail::built_when_computed_v;
+  using mg::detail::work_array;
+  static_assert(built_when_computed_v<work_array<double>>);
+  static_assert(built_when_computed_v<mg::grads<mg::no_grad, work_array<float>>>);
+  static_assert(!built_when_computed_v<double>);
+  static_assert(!built_when_computed_v<mg::grads<double, double>>);
+  static_assert(std::is_same_v<mg::detail::slot_storage_t<double>, double>);
+  {
+    using cell = mg::detail::slot_cell<tally>;
+    cell a;
+    EXPECT_EQ(tally::made, 0);  // nothing built
+    a.set(tally(1.5));          // built in place from the temporary: 2 made, 1 gone
+    EXPECT_EQ(tally::made, 2);
+    EXPECT_EQ(tally::gone, 1);
+    a.set(tally(2.5));  // assigned, not built again
+    EXPECT_EQ(tally::assigned, 1);
+    EXPECT_EQ(a.get().v, 2.5);
+    cell b = a;  // a copy builds one
+    EXPECT_EQ(b.get().v, 2.5);
+    cell c = std::move(b);
+    EXPECT_EQ(c.get().v, 2.5);
+    cell empty;
+    c = empty;  // assigning an empty cell frees the value
+    b = std::move(empty);
+    a.clear();
+    a.clear();  // clearing twice frees once
+    const int made = tally::made;
+    EXPECT_EQ(tally::gone, made);  // every value built so far is freed
+    cell d;
+    d.set(tally(4.0));
+  }  // d's value freed by its destructor
+  EXPECT_EQ(tally::made, tally::gone);
+}
+
 TEST(StaticXtensorRegions, RewriteKeepsShapedOpsAndMergesElementwiseOnes) {
   using mg::arg, mg::node, mg::matmul_op;
   auto layer = [](auto x, auto w, auto b) { return sum(tanh(matmul(x, w) + b) * 0.5, 0); };

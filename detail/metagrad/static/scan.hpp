@@ -52,6 +52,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -128,7 +129,8 @@ struct scan_op {
             return evaluator<F>::template pack_values<false>(hoisted.step, v...);
           }
         },
-        std::tuple_cat(in, tuple_slice_ref<0, M>(s), rows.at(k)));
+        std::tuple_cat(tuple_slice_ref<0, std::tuple_size_v<In>>(in), tuple_slice_ref<0, M>(s),
+                       rows.at(k)));
   }
 
   // The state's value types: those one step yields from the initial state, which must be those
@@ -161,18 +163,75 @@ struct scan_op {
     return std::get<J>(run(tuple_slice_ref<0, K>(all), tuple_slice_ref<K, M>(all)));
   }
 
+  // Note [The loop's forward kept]: on a packed family the sweep that will go back asks the node
+  // for its value through forward_keeping, which runs the steps as the reverse loop needs them
+  // (one forward sweep per step, its values kept: Note [A kept forward] in xt/general.hpp) and
+  // hands the sweep the value with that run; backward_kept then only sweeps back over it. Before,
+  // the node ran its N steps for the value, and its backward ran them again, keeping them: on the
+  // LSTM objective that second forward was a fifth of the gradient's instructions. A sweep that
+  // only computes a value (no wanted argument below the node) calls forward, which keeps nothing.
+  template <class Caps, class Init>
+  struct kept_run {
+    using F = packed_family_t<Caps, Init>;
+    using S = state_t<Caps, Init>;
+    using In = inputs_t<Caps, Init>;
+    // the tape reads `in` and `states` where they are: the run does not move
+    In in;
+    std::vector<S> states;
+    decltype(evaluator<F>::pack_tape(std::declval<const hoisted_t&>().step,
+                                     std::declval<const In&>(), std::declval<std::vector<S>&>(), N,
+                                     std::declval<const R&>())) tape;
+
+    kept_run(const scan_op& op, const Caps& caps, const Init& init)
+        : in(op.template inputs<F>(caps)),
+          states(N),
+          tape(evaluator<F>::pack_tape(op.hoisted.step, in, states, N, op.rows)) {
+      states[0] = [&]<std::size_t... j>(std::index_sequence<j...>) {
+        return S{std::tuple_element_t<j, S>(std::get<j>(init))...};
+      }
+      (std::make_index_sequence<M>{});
+      tape.forward();
+    }
+    kept_run(const kept_run&) = delete;
+    kept_run& operator=(const kept_run&) = delete;
+  };
+  template <class... X>
+  using caps_of_t = decltype(tuple_slice_ref<0, K>(std::tie(std::declval<const X&>()...)));
+  template <class... X>
+  using init_of_t = decltype(tuple_slice_ref<K, M>(std::tie(std::declval<const X&>()...)));
+
+  template <class... X>
+  requires(!std::is_void_v<packed_family_t<caps_of_t<X...>, init_of_t<X...>>>) auto forward_keeping(
+      const X&... x) const {
+    const auto all = std::tie(x...);
+    using Run = kept_run<caps_of_t<X...>, init_of_t<X...>>;
+    auto run = std::make_unique<Run>(*this, tuple_slice_ref<0, K>(all), tuple_slice_ref<K, M>(all));
+    auto value = run->tape.template final_value<J>();
+    return kept_forward<decltype(value), std::unique_ptr<Run>>{std::move(value), std::move(run)};
+  }
+  // x: the K caps, the M initial values, the value, its adjoint
+  template <class Run, class... X>
+  auto backward_kept(const std::unique_ptr<Run>& run, const X&... x) const {
+    const auto all = std::tie(x...);
+    return std::apply([](auto... d) { return grads{std::move(d)...}; },
+                      vjp_kept(*run, tuple_slice_ref<0, K>(all), std::get<K + M + 1>(all)));
+  }
+
   // The gradients of component J's value w.r.t. caps and the initial state, at seed g: the
   // forward again keeping the states, then the body's vector-Jacobian products in reverse.
   template <class Caps, class Init, class G>
   auto vjp(const Caps& caps, const Init& init, const G& g) const {
     using S = state_t<Caps, Init>;
     using F = packed_family_t<Caps, Init>;
-    S s0 = [&]<std::size_t... j>(std::index_sequence<j...>) {
-      return S{std::tuple_element_t<j, S>(std::get<j>(init))...};
-    }
-    (std::make_index_sequence<M>{});
-    const auto in = inputs<F>(caps);
-    auto d = [&] {
+    if constexpr (!std::is_void_v<F>) {
+      kept_run<Caps, Init> run(*this, caps, init);
+      return vjp_kept(run, caps, g);
+    } else {
+      S s0 = [&]<std::size_t... j>(std::index_sequence<j...>) {
+        return S{std::tuple_element_t<j, S>(std::get<j>(init))...};
+      }
+      (std::make_index_sequence<M>{});
+      const auto in = inputs<F>(caps);
       if constexpr (numbers_v<S> && N * sizeof(S) <= 16384) {
         std::array<S, N> states;  // on the stack for numbers
         return vjp_over<F>(in, states, std::move(s0), g);
@@ -180,12 +239,31 @@ struct scan_op {
         std::vector<S> states(N);
         return vjp_over<F>(in, states, std::move(s0), g);
       }
-    }();
-    if constexpr (std::is_void_v<F> || K == 0) {
-      return d;
-    } else {  // the invariants' gradients back to the caps, once
-      constexpr std::size_t H = std::tuple_size_v<std::remove_cvref_t<decltype(in)>>;
-      const auto din = tuple_slice_ref<0, H>(d);
+    }
+  }
+
+ private:
+  // the adjoint of the state after step N: g in component J (`last`: the state step N starts from)
+  template <class S, class G>
+  static S final_adjoint(const S& last, const G& g) {
+    return [&]<std::size_t... j>(std::index_sequence<j...>) {
+      return S{seed_component<j, J, std::tuple_element_t<j, S>>(g, std::get<j>(last))...};
+    }
+    (std::make_index_sequence<M>{});
+  }
+
+  // The sweeps back over a kept run (Note [The loop's forward kept]), then the invariants'
+  // gradients back to the caps, once.
+  template <class Caps, class Init, class G>
+  auto vjp_kept(kept_run<Caps, Init>& run, const Caps& caps, const G& g) const {
+    using S = state_t<Caps, Init>;
+    using F = packed_family_t<Caps, Init>;
+    S a = final_adjoint(run.states[N - 1], g);
+    auto din = run.tape.back(a);
+    if constexpr (K == 0) {
+      return std::tuple_cat(std::move(din), std::move(a));
+    } else {
+      constexpr std::size_t H = std::tuple_size_v<typename kept_run<Caps, Init>::In>;
       auto dcaps = std::apply(
           [&](const auto&... c) {
             return [&]<std::size_t... i>(std::index_sequence<i...>) {
@@ -194,7 +272,8 @@ struct scan_op {
             (std::make_index_sequence<K>{});
           },
           caps);
-      return std::tuple_cat(std::move(dcaps), tuple_slice<H, M>(d));
+      static_assert(std::tuple_size_v<decltype(din)> == H);
+      return std::tuple_cat(std::move(dcaps), std::move(a));
     }
   }
 
@@ -205,63 +284,47 @@ struct scan_op {
   }
   (std::make_index_sequence<M>{});
 
-  // The gradients of the inputs (caps, or the invariants' values) and of the initial state.
+  // The gradients of the caps and of the initial state, on a family whose steps are not packed
+  // (Note [One sweep per step]).
   template <class F, class In, class States, class S, class G>
   auto vjp_over(const In& in, States& states, S s0, const G& g) const {
     constexpr std::size_t KI = std::tuple_size_v<In>;
     states[0] = std::move(s0);  // states[k]: the state step k starts from
-    // the adjoint of the state after step N: g in component J
-    const auto final_adjoint = [&] {
-      return [&]<std::size_t... j>(std::index_sequence<j...>) {
-        return S{
-            seed_component<j, J, std::tuple_element_t<j, S>>(g, std::get<j>(states[N - 1]))...};
+    for (std::size_t k = 1; k < N; ++k) states[k] = step<F>(in, states[k - 1], k - 1);
+    S a = final_adjoint(states[N - 1], g);
+    // on numbers with several state values, one sweep over sum_j a_j body_j (the adjoints its
+    // arguments K+M+P..., after the row when there is one) gives the whole vector-Jacobian
+    // product
+    constexpr std::size_t P = R::present ? 1 : 0;
+    const auto lagrangian = [&]<std::size_t... j>(std::index_sequence<j...>) {
+      if constexpr (numbers_v<S> && M > 1) {
+        return as_expr(((std::get<j>(body) * arg<K + M + P + j>{}) + ...));
+      } else {
+        return 0;
       }
-      (std::make_index_sequence<M>{});
-    };
-    if constexpr (!std::is_void_v<F>) {
-      // one forward per step, kept, then one sweep back per step over it (Note [A kept forward])
-      auto tape = evaluator<F>::pack_tape(hoisted.step, in, states, N, rows);
-      tape.forward();
-      S a = final_adjoint();
-      auto din = tape.back(a);
-      return std::tuple_cat(std::move(din), std::move(a));
-    } else {
-      for (std::size_t k = 1; k < N; ++k) states[k] = step<F>(in, states[k - 1], k - 1);
-      S a = final_adjoint();
-      // on numbers with several state values, one sweep over sum_j a_j body_j (the adjoints its
-      // arguments K+M+P..., after the row when there is one) gives the whole vector-Jacobian
-      // product
-      constexpr std::size_t P = R::present ? 1 : 0;
-      const auto lagrangian = [&]<std::size_t... j>(std::index_sequence<j...>) {
-        if constexpr (numbers_v<S> && M > 1) {
-          return as_expr(((std::get<j>(body) * arg<K + M + P + j>{}) + ...));
-        } else {
-          return 0;
-        }
-      }
-      (std::make_index_sequence<M>{});
-      const auto back = [&](const S& s, std::size_t k) {
-        const auto values = std::tuple_cat(in, tuple_slice_ref<0, M>(s), rows.at(k));
-        if constexpr (numbers_v<S> && M > 1) {
-          using T = std::tuple_element_t<0, S>;
-          return tuple_slice<0, K + M>(
-              std::apply([&](const auto&... v) { return body_vjp(lagrangian, T(1), v...); },
-                         std::tuple_cat(values, tuple_slice_ref<0, M>(a))));
-        } else if constexpr (R::present) {
-          return tuple_slice<0, K + M>(back_each(values, a));
-        } else {
-          return back_each(values, a);
-        }
-      };
-      auto sum = back(states[N - 1], N - 1);
-      auto din = tuple_slice<0, KI>(sum);
-      for (std::size_t k = N - 1; k-- > 0;) {
-        a = tuple_slice<KI, M>(sum);
-        sum = back(states[k], k);
-        add_each(din, sum, std::make_index_sequence<KI>{});
-      }
-      return std::tuple_cat(std::move(din), tuple_slice<KI, M>(sum));
     }
+    (std::make_index_sequence<M>{});
+    const auto back = [&](const S& s, std::size_t k) {
+      const auto values = std::tuple_cat(in, tuple_slice_ref<0, M>(s), rows.at(k));
+      if constexpr (numbers_v<S> && M > 1) {
+        using T = std::tuple_element_t<0, S>;
+        return tuple_slice<0, K + M>(
+            std::apply([&](const auto&... v) { return body_vjp(lagrangian, T(1), v...); },
+                       std::tuple_cat(values, tuple_slice_ref<0, M>(a))));
+      } else if constexpr (R::present) {
+        return tuple_slice<0, K + M>(back_each(values, a));
+      } else {
+        return back_each(values, a);
+      }
+    };
+    auto sum = back(states[N - 1], N - 1);
+    auto din = tuple_slice<0, KI>(sum);
+    for (std::size_t k = N - 1; k-- > 0;) {
+      a = tuple_slice<KI, M>(sum);
+      sum = back(states[k], k);
+      add_each(din, sum, std::make_index_sequence<KI>{});
+    }
+    return std::tuple_cat(std::move(din), tuple_slice<KI, M>(sum));
   }
 
   // The vector-Jacobian product of each body at values (caps, state, row) with adjoints a, summed:

@@ -20,6 +20,7 @@
 #include <metagrad/core/config.hpp>
 #include <metagrad/core/dispatch.hpp>
 #include <metagrad/core/lent_results.hpp>
+#include <metagrad/core/slot_cell.hpp>
 #include <metagrad/error.hpp>
 #include <metagrad/grads.hpp>
 #include <metagrad/static/plan.hpp>
@@ -43,6 +44,24 @@ struct plain_policy {
 };
 
 struct no_value {};
+
+// A node's value with what its op kept of the forward for its backward (Note [The loop's forward
+// kept] in static/scan.hpp): an op declaring forward_keeping(x...) returns one, and the sweep that
+// will go back hands `kept` to its backward_kept(kept, x..., value, adjoint).
+template <class V, class K>
+struct kept_forward {
+  V value;
+  K kept;
+};
+template <class V, class K>
+MG_HD MG_INLINE constexpr const V& cell_value(const kept_forward<V, K>& c) noexcept {
+  return c.value;
+}
+
+// A backward result is built when computed if any of its gradients is (Note [Slots built when
+// computed] in core/slot_cell.hpp).
+template <class... G>
+inline constexpr bool built_when_computed_v<grads<G...>> = (built_when_computed_v<G> || ...);
 
 // Note [No gradient]: a use contributes nothing to its child's adjoint when the user's backward
 // did not run (a non-differentiable op such as a comparison, or a node no gradient reached) or
@@ -409,10 +428,46 @@ class sweep {
 
   template <class Seq>
   struct storage;
+  // Does node s keep its forward for its backward (Note [The loop's forward kept])? When its op
+  // can and its backward runs in this sweep, which owns its values.
+  template <std::size_t s, class Op, std::size_t... j>
+  static constexpr bool can_keep(std::index_sequence<j...>) {
+    return requires(const Op& op) {
+      op.forward_keeping(
+          std::declval<const typename T::template val_t<plan_v<E>.child[s][j]>&>()...);
+    };
+  }
+  template <std::size_t s>
+  static constexpr bool keeps_impl() {
+    if constexpr (Borrows || Writes || !T::template runs<s>) {
+      return false;
+    } else {
+      using Op =
+          std::remove_cvref_t<decltype(std::declval<const typename T::template expr_of<s>&>().op)>;
+      return can_keep<s, Op>(std::make_index_sequence<plan_v<E>.nchild[s]>{});
+    }
+  }
+  template <std::size_t s>
+  static constexpr bool keeps = keeps_impl<s>();
+  template <std::size_t s, bool = keeps<s>>
+  struct stored {
+    using type = typename T::template stored_val_t<s>;
+  };
+  template <std::size_t s>
+  struct stored<s, true> {
+    using Op =
+        std::remove_cvref_t<decltype(std::declval<const typename T::template expr_of<s>&>().op)>;
+    template <std::size_t... j>
+    static auto f(std::index_sequence<j...>) -> decltype(std::declval<const Op&>().forward_keeping(
+        std::declval<const typename T::template val_t<plan_v<E>.child[s][j]>&>()...));
+    using K = decltype(f(std::make_index_sequence<plan_v<E>.nchild[s]>{}).kept);
+    using type = kept_forward<typename T::template val_t<s>, K>;
+  };
+
   template <std::size_t... s>
   struct storage<std::index_sequence<s...>> {
-    using vals = tuple<typename T::template stored_val_t<s>...>;
-    using bwds = tuple<typename T::template bwd_t<s>...>;
+    using vals = tuple<slot_storage_t<typename stored<s>::type>...>;
+    using bwds = tuple<slot_storage_t<typename T::template bwd_t<s>>...>;
     using tangents = tuple<typename T::template val_t<s>...>;
   };
   using slots = std::make_index_sequence<N>;
@@ -478,7 +533,7 @@ class sweep {
         return constant_ref(object<s>(e_).value);
       }
     } else {
-      return at<s>(vals_);
+      return cell_value(at<s>(vals_));
     }
   }
   MG_HD MG_INLINE constexpr decltype(auto) result() const { return value<N - 1>(); }
@@ -488,7 +543,11 @@ class sweep {
   // the region's backward computes no tanh for tanh(x + b).
   template <class V>
   MG_HD MG_INLINE constexpr void set_result(const V& v) requires(!Borrows) {
-    if constexpr (plan_v<E>.nchild[N - 1] > 0) at<N - 1>(vals_) = v;
+    if constexpr (keeps<N - 1>) {
+      at<N - 1>(vals_).value = v;
+    } else if constexpr (plan_v<E>.nchild[N - 1] > 0) {
+      set_cell(at<N - 1>(vals_), v);
+    }
   }
 
   MG_HD MG_INLINE constexpr void forward() { forward_slots(slots{}); }
@@ -580,7 +639,7 @@ class sweep {
       return [&]<std::size_t... u>(std::index_sequence<u...>) MG_LAMBDA_INLINE {
         return (reduce_term<Policy>(
                     contribution<plan_v<E>.use_k[plan_v<E>.use_begin[s] + u]>(forward_like<Self>(
-                        at<plan_v<E>.use_p[plan_v<E>.use_begin[s] + u]>(self.bwds_))),
+                        cell_value(at<plan_v<E>.use_p[plan_v<E>.use_begin[s] + u]>(self.bwds_)))),
                     self.template value<s>()) +
                 ...)
             .v;
@@ -624,13 +683,22 @@ class sweep {
 
   template <std::size_t s>
   MG_HD MG_INLINE constexpr void compute() {
-    if constexpr (plan_v<E>.nchild[s] > 0) {
+    if constexpr (keeps<s>) {
       const auto& op = op_of<s>();
-      at<s>(vals_) = [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
-        using Op = std::remove_cvref_t<decltype(op)>;
-        return Policy::template keep<Op>(call(op, value<plan_v<E>.child[s][j]>()...));
+      using Op = std::remove_cvref_t<decltype(op)>;
+      auto r = [&]<std::size_t... j>(std::index_sequence<j...>) {
+        return op.forward_keeping(value<plan_v<E>.child[s][j]>()...);
       }
       (std::make_index_sequence<plan_v<E>.nchild[s]>{});
+      at<s>(vals_) = typename stored<s>::type{Policy::template keep<Op>(std::move(r.value)),
+                                              std::move(r.kept)};
+    } else if constexpr (plan_v<E>.nchild[s] > 0) {
+      const auto& op = op_of<s>();
+      set_cell(
+          at<s>(vals_), [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
+            using Op = std::remove_cvref_t<decltype(op)>;
+            return Policy::template keep<Op>(call(op, value<plan_v<E>.child[s][j]>()...));
+          }(std::make_index_sequence<plan_v<E>.nchild[s]>{}));
     }
   }
 
@@ -716,12 +784,21 @@ class sweep {
       using Op = std::remove_cvref_t<decltype(op)>;
       constexpr std::size_t n = plan_v<E>.nchild[p];
       [[maybe_unused]] const auto lending = lend_operands<p, Op>();
-      at<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
-        return Policy::keep_bwd(
-            op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
-                        T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));
+      if constexpr (keeps<p>) {
+        set_cell(
+            at<p>(bwds_), [&]<std::size_t... j>(std::index_sequence<j...>) {
+              return Policy::keep_bwd(op.backward_kept(at<p>(vals_).kept,
+                                                       value<plan_v<E>.child[p][j]>()...,
+                                                       value<p>(), take_adjoint<p>(seed)));
+            }(std::make_index_sequence<n>{}));
+        return;
       }
-      (std::make_index_sequence<n>{});
+      set_cell(
+          at<p>(bwds_), [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
+            return Policy::keep_bwd(
+                op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
+                            T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));
+          }(std::make_index_sequence<n>{}));
     }
   }
 };

@@ -821,6 +821,9 @@ struct backward_result {
 // makes or hands over one): the sweep adds them in place (static/sweep.hpp).
 template <class T>
 inline constexpr bool adds_in_place_v<work_array<T>> = true;
+// ... and are built only when computed (Note [Slots built when computed] in core/slot_cell.hpp).
+template <class T>
+inline constexpr bool built_when_computed_v<work_array<T>> = true;
 
 // Static-engine policy for xtensor values: every slot is materialised once (so shared
 // subexpressions and the values backward needs are computed once), and broadcast gradients

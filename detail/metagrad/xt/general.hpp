@@ -56,7 +56,7 @@ struct array_general {
     using Args = tuple<const A&...>;
     const Args a{{args}...};
     using T = std::common_type_t<typename value_of<A>::type...>;
-    sweep<E, Args, xt_policy, work_array<T>> s(e, a);
+    sweep<E, Args, xt_policy, work_array<T>, wanted_args<>> s(e, a);  // forward only
     s.forward();
     return xt::xarray<T>(s.result());
   }
@@ -88,7 +88,7 @@ struct array_general {
       // (the seed type the pack's backward would take: only the forward runs)
       using Seed = std::tuple<
           typename value_types<E, Args, xt_policy>::template val_t<plan_v<E>.child[root][j]>...>;
-      sweep<E, Args, xt_policy, Seed> s(e, a);
+      sweep<E, Args, xt_policy, Seed, wanted_args<>> s(e, a);  // forward only
       s.forward();
       if constexpr (Stored) {
         return std::tuple{
@@ -184,6 +184,14 @@ struct array_general {
       }
     }
     // The inputs' gradients, summed over the steps; a ends as the initial state's adjoint.
+    // Component j of the state after the last step, read from its kept values.
+    template <std::size_t j>
+    auto final_value() const {
+      constexpr std::size_t root = plan_v<E>.nslots - 1;
+      const Args args = args_at(n - 1);
+      const Back s(e, args, kept[n - 1]);
+      return std::tuple_element_t<j, S>(s.template value<plan_v<E>.child[root][j]>());
+    }
     auto back(S& a) {
       auto din = [&]<std::size_t... i>(std::index_sequence<i...>) {
         return std::tuple<decltype(make_out<T>(
