@@ -2,13 +2,15 @@
 // tuples, built before forward() fills them. For a number that costs nothing; a pooled xtensor
 // array's default constructor allocates a one-element array (xtensor's 0-d value), which the
 // computed value then replaces and frees: two trips to the pool and a move of three shape vectors
-// per slot, about a fifth of the instructions of a recurrent step's gradient on 14-element
-// arrays. A family names the types that are built only when computed
+// per slot: 13% of the instructions of the LSTM objective's gradient on its 14-element
+// arrays (benchmarks/lstm.cpp). A family names the types that are built only when computed
 // (built_when_computed_v<T> = true); the sweep then keeps them in a slot_cell, storage with a flag
-// that holds nothing until the value is set, and frees its value when cleared or destroyed.
+// that holds nothing until the value is set (built in place from the computation: set_from),
+// and frees its value when cleared or destroyed.
 #pragma once
 
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -65,6 +67,16 @@ class slot_cell {
       set_ = true;
     }
   }
+  // The value f() returns, built in place (no move of it) the first time.
+  template <class F>
+  void set_from(F&& f) {
+    if (set_) {
+      v_ = std::forward<F>(f)();
+    } else {
+      ::new (static_cast<void*>(std::addressof(v_))) T(std::forward<F>(f)());
+      set_ = true;
+    }
+  }
   void clear() noexcept {
     if (set_) {
       std::destroy_at(&v_);
@@ -111,6 +123,14 @@ MG_HD MG_INLINE constexpr void set_cell(slot_cell<T>& c, U&& u) {
 template <class T, class U>
 MG_HD MG_INLINE constexpr void set_cell(T& c, U&& u) {
   c = std::forward<U>(u);
+}
+template <class T, class F>
+MG_HD MG_INLINE constexpr void set_cell_from(slot_cell<T>& c, F&& f) {
+  c.set_from(std::forward<F>(f));
+}
+template <class T, class F>
+MG_HD MG_INLINE constexpr void set_cell_from(T& c, F&& f) {
+  c = std::forward<F>(f)();
 }
 
 }  // namespace mg::detail

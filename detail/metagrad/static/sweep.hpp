@@ -694,11 +694,13 @@ class sweep {
                                               std::move(r.kept)};
     } else if constexpr (plan_v<E>.nchild[s] > 0) {
       const auto& op = op_of<s>();
-      set_cell(
-          at<s>(vals_), [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
-            using Op = std::remove_cvref_t<decltype(op)>;
-            return Policy::template keep<Op>(call(op, value<plan_v<E>.child[s][j]>()...));
-          }(std::make_index_sequence<plan_v<E>.nchild[s]>{}));
+      set_cell_from(at<s>(vals_), [&]() MG_LAMBDA_INLINE {
+        return [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
+          using Op = std::remove_cvref_t<decltype(op)>;
+          return Policy::template keep<Op>(call(op, value<plan_v<E>.child[s][j]>()...));
+        }
+        (std::make_index_sequence<plan_v<E>.nchild[s]>{});
+      });
     }
   }
 
@@ -793,12 +795,14 @@ class sweep {
             }(std::make_index_sequence<n>{}));
         return;
       }
-      set_cell(
-          at<p>(bwds_), [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
-            return Policy::keep_bwd(
-                op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
-                            T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));
-          }(std::make_index_sequence<n>{}));
+      set_cell_from(at<p>(bwds_), [&]() MG_LAMBDA_INLINE {
+        return [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
+          return Policy::keep_bwd(
+              op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
+                          T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));
+        }
+        (std::make_index_sequence<n>{});
+      });
     }
   }
 };
