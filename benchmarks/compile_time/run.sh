@@ -51,3 +51,6 @@ measure hessian_8 "$here/recurrence.cpp" 1 -DMG_STEPS=8 -DMG_SECOND_ORDER
 measure hessian_node_16 "$here/recurrence.cpp" 1 -DMG_STEPS=16 -DMG_LOOP_NODE -DMG_SECOND_ORDER
 measure hessian_literal_16 "$here/recurrence.cpp" 1 -DMG_STEPS=16 -DMG_LITERAL -DMG_SECOND_ORDER
 measure wide_100_nodes "$here/wide.cpp" 1
+measure lstm_step_2 "$here/lstm_step.cpp" 1 -DMG_LSTM_LAYERS=2
+measure lstm_step_4 "$here/lstm_step.cpp" 1 -DMG_LSTM_LAYERS=4
+measure lstm_step_4_O0 "$here/lstm_step.cpp" 1 -DMG_LSTM_LAYERS=4 -O0

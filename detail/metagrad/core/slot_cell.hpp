@@ -6,7 +6,9 @@
 // arrays (benchmarks/lstm.cpp). A family names the types that are built only when computed
 // (built_when_computed_v<T> = true); the sweep then keeps them in a slot_cell, storage with a flag
 // that holds nothing until the value is set (built in place from the computation: set_from),
-// and frees its value when cleared or destroyed.
+// and frees its value when cleared or destroyed. The sweep calls its policy's keep (keep_bwd) only
+// where it converts: an op's value (a backward's gradients) already of the kept type is built in
+// the cell itself, where each keep moved every array once more.
 #pragma once
 
 #include <memory>

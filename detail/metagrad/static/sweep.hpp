@@ -119,8 +119,9 @@ template <class Policy, class C, class X>
 MG_HD MG_INLINE constexpr auto reduce_term(C&& c, const X& x) {
   if constexpr (std::is_same_v<std::remove_cvref_t<C>, no_grad>) {
     return adj_term<no_grad>{};
-  } else {
-    return make_term(Policy::reduce_like(std::forward<C>(c), x));
+  } else {  // built in the term (make_term would move it there)
+    using R = decltype(Policy::reduce_like(std::forward<C>(c), x));
+    return adj_term<R>{Policy::reduce_like(std::forward<C>(c), x)};
   }
 }
 
@@ -565,7 +566,7 @@ class sweep {
   // is taken only where the caller knows it is asked once. So a sweep runs backward() once, and
   // after it only the arguments' adjoints (gradient, take_gradient) are to be read.
   template <std::size_t s>
-  MG_HD MG_INLINE constexpr auto take_adjoint(const Seed& seed) {
+  MG_HD MG_INLINE constexpr decltype(auto) take_adjoint(const Seed& seed) {
     return adjoint_of<s>(*this, seed);
   }
   template <std::size_t I, class Zero>
@@ -628,9 +629,10 @@ class sweep {
     (tangent_step<s>(ts, dx), ...);
   }
 
-  // Self is const (the contributions are copied) or not (they are handed over).
+  // Self is const (the contributions are copied) or not (they are handed over). The root's is the
+  // seed itself, not a copy.
   template <std::size_t s, class Self>
-  MG_HD MG_INLINE static constexpr auto adjoint_of(Self& self, const Seed& seed) {
+  MG_HD MG_INLINE static constexpr decltype(auto) adjoint_of(Self& self, const Seed& seed) {
     if constexpr (s == N - 1) {
       return seed;
     } else if constexpr (!wanted_v<E, Wanted>[s]) {
@@ -697,7 +699,12 @@ class sweep {
       set_cell_from(at<s>(vals_), [&]() MG_LAMBDA_INLINE {
         return [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
           using Op = std::remove_cvref_t<decltype(op)>;
-          return Policy::template keep<Op>(call(op, value<plan_v<E>.child[s][j]>()...));
+          using R = decltype(call(op, value<plan_v<E>.child[s][j]>()...));
+          if constexpr (std::is_same_v<R, typename T::template val_t<s>>) {  // kept as it is
+            return call(op, value<plan_v<E>.child[s][j]>()...);
+          } else {
+            return Policy::template keep<Op>(call(op, value<plan_v<E>.child[s][j]>()...));
+          }
         }
         (std::make_index_sequence<plan_v<E>.nchild[s]>{});
       });
@@ -797,9 +804,17 @@ class sweep {
       }
       set_cell_from(at<p>(bwds_), [&]() MG_LAMBDA_INLINE {
         return [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
-          return Policy::keep_bwd(
-              op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
-                          T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));
+          using R =
+              decltype(op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
+                                   T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));
+          if constexpr (std::is_same_v<R, typename T::template bwd_t<p>>) {  // kept as it is
+            return op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
+                               T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed));
+          } else {
+            return Policy::keep_bwd(
+                op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
+                            T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));
+          }
         }
         (std::make_index_sequence<n>{});
       });
