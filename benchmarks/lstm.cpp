@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -39,33 +38,12 @@ namespace {
 
 using lstm::b;
 using lstm::c;
+using lstm::instance;
 using lstm::l;
-using mat = xt::xtensor<double, 2>;
+using mat = lstm::mat;
 
-// main: 2l rows of 4b (layer i: its gates' weights in row 2i, their biases in row 2i + 1, in the
-// order forget, input, output, change); extra: 3 rows of b (the input's weight, the output's weight
-// and bias); state: 2l rows of b (layer i's hidden and cell values); sequence: c rows of b.
-struct instance {
-  mat main, extra, state, sequence;
-};
-
-instance make_instance() {
-  std::mt19937_64 gen(20181127);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  const auto fill = [&](std::size_t rows, std::size_t cols) {
-    mat m = mat::from_shape({rows, cols});
-    for (auto& v : m) v = u(gen);
-    return m;
-  };
-  instance in;
-  in.main = fill(2 * l, 4 * b);
-  in.extra = fill(3, b);
-  in.state = fill(2 * l, b);
-  in.sequence = fill(c, b);
-  return in;
-}
 const instance& data() {
-  static const instance in = make_instance();
+  static const instance in = lstm::make_instance(20181127);
   return in;
 }
 

@@ -6,10 +6,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include <xtensor/xtensor.hpp>
 
 #include <metagrad/xtensor.hpp>
 
@@ -21,6 +24,31 @@ namespace lstm {
 
 // l layers, c rows of b values (ADBench's sizes: l = 2 or 4, c = 1024, b = 14)
 inline constexpr std::size_t l = MG_LSTM_LAYERS, c = 1024, b = 14;
+using mat = xt::xtensor<double, 2>;
+
+// main: 2l rows of 4b (layer i: its gates' weights in row 2i, their biases in row 2i + 1, in the
+// order forget, input, output, change); extra: 3 rows of b (the input's weight, the output's weight
+// and bias); state: 2l rows of b (layer i's hidden and cell values); sequence: c rows of b.
+struct instance {
+  mat main, extra, state, sequence;
+};
+
+// Every value uniform in [-1, 1], from a generator seeded with `seed`.
+inline instance make_instance(std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const auto fill = [&](std::size_t rows, std::size_t cols) {
+    mat m = mat::from_shape({rows, cols});
+    for (auto& v : m) v = u(gen);
+    return m;
+  };
+  instance in;
+  in.main = fill(2 * l, 4 * b);
+  in.extra = fill(3, b);
+  in.state = fill(2 * l, b);
+  in.sequence = fill(c, b);
+  return in;
+}
 
 // Layers k, k + 1, ... of one step: each cell reads the new hidden value of the one below; the
 // new (hidden, cell) of each, and the top one's hidden value.

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
-#include <random>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
@@ -15,19 +14,12 @@
 
 #include "../lstm_objective.hpp"
 
-using mat = xt::xtensor<double, 2>;
 using vec = xt::xtensor<double, 1>;
 
 int main() {
-  std::mt19937_64 gen(11);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  const auto fill = [&](std::size_t rows, std::size_t cols) {
-    mat m = mat::from_shape({rows, cols});
-    for (auto& v : m) v = u(gen);
-    return m;
-  };
-  const mat main = fill(2 * lstm::l, 4 * lstm::b), extra = fill(3, lstm::b),
-            state = fill(2 * lstm::l, lstm::b), sequence = fill(lstm::c, lstm::b);
+  const lstm::instance in = lstm::make_instance(11);
+  const auto& [main, extra, state, sequence] = in;
+  using mat = lstm::mat;
   std::vector<vec> state_rows;
   for (std::size_t k = 0; k < 2 * lstm::l; ++k) state_rows.push_back(xt::row(state, k));
   const vec first = xt::row(sequence, 0);

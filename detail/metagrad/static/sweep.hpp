@@ -101,6 +101,12 @@ MG_HD MG_INLINE constexpr adj_term<T> make_term(T&& v) {
 template <class T>
 inline constexpr bool adds_in_place_v = false;
 
+// How a family adds one such term into another: `a += b` unless it says otherwise.
+template <class T>
+struct in_place_add {
+  MG_HD MG_INLINE static constexpr void add(T& a, const T& b) { a += b; }
+};
+
 template <class A, class B>
 MG_HD MG_INLINE constexpr auto operator+(adj_term<A>&& a, adj_term<B>&& b) {
   if constexpr (std::is_same_v<A, no_grad>) {
@@ -108,7 +114,7 @@ MG_HD MG_INLINE constexpr auto operator+(adj_term<A>&& a, adj_term<B>&& b) {
   } else if constexpr (std::is_same_v<B, no_grad>) {
     return std::move(a);
   } else if constexpr (adds_in_place_v<A> && std::is_same_v<A, B>) {
-    a.v += b.v;
+    in_place_add<A>::add(a.v, b.v);
     return std::move(a);
   } else {
     return make_term(std::move(a.v) + std::move(b.v));
