@@ -19,6 +19,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <metagrad/core/config.hpp>
+
 namespace mg::detail {
 
 template <class T, std::size_t N>
@@ -126,11 +128,12 @@ class extents {
   size_type max_size() const noexcept { return std::size_t(-1) / sizeof(T); }
   allocator_type get_allocator() const noexcept { return {}; }
 
-  // New elements are value-initialised (zero), as svector's are.
-  void resize(size_type n) {
-    if (n <= N && !heap_) {  // unrolled: no call to memset for a few words
-      for (size_type i = 0; i < N; ++i)
-        if (i >= n_ && i < n) inline_[i] = T{};
+  // New elements are value-initialised (zero), as svector's are. Inline, every word past the old
+  // size is zeroed, without a branch per word (a blend of the N words) and without a call: xtensor
+  // resizes the strides and back-strides of every array it makes, twice per array.
+  MG_INLINE void resize(size_type n) {
+    if (n <= N && !heap_) {
+      for (size_type i = 0; i < N; ++i) inline_[i] = i < n_ ? inline_[i] : T{};
     } else {
       reserve(n);
       if (n > n_) std::fill(data() + n_, data() + n, T{});
@@ -242,6 +245,14 @@ class extents {
   size_type cap_ = 0;
   std::array<T, N> inline_{};
 };
+
+// xtensor resizes every array's strides and back-strides through resize_container, found by
+// argument-dependent lookup: this one is inlined where xtensor's generic one stayed a call.
+template <class T, std::size_t N>
+MG_INLINE bool resize_container(extents<T, N>& c, std::size_t size) {
+  c.resize(size);
+  return true;
+}
 
 // Whether two shapes (any ranges of extents) are equal: a loop, where std::equal calls memcmp
 // (a call per comparison, on shapes of one or two extents).
