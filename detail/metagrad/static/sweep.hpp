@@ -702,17 +702,18 @@ class sweep {
                                               std::move(r.kept)};
     } else if constexpr (plan_v<E>.nchild[s] > 0) {
       const auto& op = op_of<s>();
+      using Op = std::remove_cvref_t<decltype(op)>;
+      const auto value_of_op = [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
+        return call(op, value<plan_v<E>.child[s][j]>()...);
+      };
+      constexpr auto children = std::make_index_sequence<plan_v<E>.nchild[s]>{};
+      using R = decltype(value_of_op(children));
       set_cell_from(at<s>(vals_), [&]() MG_LAMBDA_INLINE {
-        return [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
-          using Op = std::remove_cvref_t<decltype(op)>;
-          using R = decltype(call(op, value<plan_v<E>.child[s][j]>()...));
-          if constexpr (std::is_same_v<R, typename T::template val_t<s>>) {  // kept as it is
-            return call(op, value<plan_v<E>.child[s][j]>()...);
-          } else {
-            return Policy::template keep<Op>(call(op, value<plan_v<E>.child[s][j]>()...));
-          }
+        if constexpr (std::is_same_v<R, typename T::template val_t<s>>) {  // kept as it is
+          return value_of_op(children);
+        } else {
+          return Policy::template keep<Op>(value_of_op(children));
         }
-        (std::make_index_sequence<plan_v<E>.nchild[s]>{});
       });
     }
   }
@@ -806,24 +807,21 @@ class sweep {
                                                        value<plan_v<E>.child[p][j]>()...,
                                                        value<p>(), take_adjoint<p>(seed)));
             }(std::make_index_sequence<n>{}));
-        return;
-      }
-      set_cell_from(at<p>(bwds_), [&]() MG_LAMBDA_INLINE {
-        return [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
-          using R =
-              decltype(op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
-                                   T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));
+      } else {
+        const auto run_backward = [&]<std::size_t... j>(std::index_sequence<j...>)
+            MG_LAMBDA_INLINE {
+          return op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
+                             T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed));
+        };
+        using R = decltype(run_backward(std::make_index_sequence<n>{}));
+        set_cell_from(at<p>(bwds_), [&]() MG_LAMBDA_INLINE {
           if constexpr (std::is_same_v<R, typename T::template bwd_t<p>>) {  // kept as it is
-            return op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
-                               T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed));
+            return run_backward(std::make_index_sequence<n>{});
           } else {
-            return Policy::keep_bwd(
-                op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
-                            T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));
+            return Policy::keep_bwd(run_backward(std::make_index_sequence<n>{}));
           }
-        }
-        (std::make_index_sequence<n>{});
-      });
+        });
+      }
     }
   }
 };
