@@ -444,9 +444,10 @@ class sweep {
           std::declval<const typename T::template val_t<plan_v<E>.child[s][j]>&>()...);
     };
   }
+  static constexpr bool policy_keeps = requires { Policy::keeps_forwards; };
   template <std::size_t s>
   static constexpr bool keeps_impl() {
-    if constexpr (Borrows || Writes || !T::template runs<s>) {
+    if constexpr (!policy_keeps || Borrows || Writes || !T::template runs<s>) {
       return false;
     } else {
       using Op =
@@ -700,7 +701,8 @@ class sweep {
       (std::make_index_sequence<plan_v<E>.nchild[s]>{});
       at<s>(vals_) = typename stored<s>::type{Policy::template keep<Op>(std::move(r.value)),
                                               std::move(r.kept)};
-    } else if constexpr (plan_v<E>.nchild[s] > 0) {
+    } else if constexpr (plan_v<E>.nchild[s] > 0 &&
+                         built_when_computed_v<typename T::template val_t<s>>) {
       const auto& op = op_of<s>();
       using Op = std::remove_cvref_t<decltype(op)>;
       const auto value_of_op = [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
@@ -712,9 +714,21 @@ class sweep {
         if constexpr (std::is_same_v<R, typename T::template val_t<s>>) {  // kept as it is
           return value_of_op(children);
         } else {
-          return Policy::template keep<Op>(value_of_op(children));
+          // kept in the expression that calls the op: a lazy value may refer to its temporary
+          // arguments (a constant's number)
+          return [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
+            return Policy::template keep<Op>(call(op, value<plan_v<E>.child[s][j]>()...));
+          }
+          (children);
         }
       });
+    } else if constexpr (plan_v<E>.nchild[s] > 0) {  // numbers and other plain slots
+      const auto& op = op_of<s>();
+      at<s>(vals_) = [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
+        using Op = std::remove_cvref_t<decltype(op)>;
+        return Policy::template keep<Op>(call(op, value<plan_v<E>.child[s][j]>()...));
+      }
+      (std::make_index_sequence<plan_v<E>.nchild[s]>{});
     }
   }
 
@@ -807,7 +821,7 @@ class sweep {
                                                        value<plan_v<E>.child[p][j]>()...,
                                                        value<p>(), take_adjoint<p>(seed)));
             }(std::make_index_sequence<n>{}));
-      } else {
+      } else if constexpr (built_when_computed_v<typename T::template bwd_t<p>>) {
         const auto run_backward = [&]<std::size_t... j>(std::index_sequence<j...>)
             MG_LAMBDA_INLINE {
           return op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
@@ -818,9 +832,23 @@ class sweep {
           if constexpr (std::is_same_v<R, typename T::template bwd_t<p>>) {  // kept as it is
             return run_backward(std::make_index_sequence<n>{});
           } else {
-            return Policy::keep_bwd(run_backward(std::make_index_sequence<n>{}));
+            // kept in the expression that calls backward: a lazy gradient may refer to the
+            // adjoint, a temporary
+            return [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
+              return Policy::keep_bwd(
+                  op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
+                              T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));
+            }
+            (std::make_index_sequence<n>{});
           }
         });
+      } else {  // numbers and other plain results
+        at<p>(bwds_) = [&]<std::size_t... j>(std::index_sequence<j...>) MG_LAMBDA_INLINE {
+          return Policy::keep_bwd(
+              op.backward(T::template pass<p, Op, j>(value<plan_v<E>.child[p][j]>())...,
+                          T::template pass<p, Op, n>(value<p>()), take_adjoint<p>(seed)));
+        }
+        (std::make_index_sequence<n>{});
       }
     }
   }

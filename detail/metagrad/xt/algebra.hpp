@@ -846,6 +846,9 @@ inline constexpr bool built_when_computed_v<work_array<T>> = true;
 struct xt_policy {
   // Note [Gradients written into the results] in core/lent_results.hpp
   static constexpr bool lends_results = true;
+  // Note [The loop's forward kept] in static/scan.hpp: an op may hand its sweep what its backward
+  // reads (the other policies' sweeps do not look for it)
+  static constexpr bool keeps_forwards = true;
   template <class Op, class X>
   static auto keep(X&& x) {
     if constexpr (XtExpr<X>) {
