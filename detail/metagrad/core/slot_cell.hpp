@@ -89,7 +89,7 @@ class slot_cell {
   const T& get() const noexcept { return v_; }
 };
 
-// What a sweep stores for a value of type T.
+// What a sweep stores for a value of type T, and the value it holds.
 template <class T>
 using slot_storage_t = std::conditional_t<built_when_computed_v<T>, slot_cell<T>, T>;
 
@@ -102,20 +102,12 @@ MG_HD MG_INLINE constexpr const T& cell_value(const slot_cell<T>& c) noexcept {
   return c.get();
 }
 template <class T>
-MG_HD MG_INLINE constexpr T&& cell_value(slot_cell<T>&& c) noexcept {
-  return std::move(c.get());
-}
-template <class T>
 MG_HD MG_INLINE constexpr T& cell_value(T& c) noexcept {
   return c;
 }
 template <class T>
 MG_HD MG_INLINE constexpr const T& cell_value(const T& c) noexcept {
   return c;
-}
-template <class T>
-requires(!std::is_lvalue_reference_v<T>) MG_HD MG_INLINE constexpr T&& cell_value(T&& c) noexcept {
-  return std::move(c);
 }
 
 template <class T, class U>

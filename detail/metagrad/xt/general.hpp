@@ -183,7 +183,6 @@ struct array_general {
         }
       }
     }
-    // The inputs' gradients, summed over the steps; a ends as the initial state's adjoint.
     // Component j of the state after the last step, read from its kept values.
     template <std::size_t j>
     auto final_value() const {
@@ -192,6 +191,7 @@ struct array_general {
       const Back s(e, args, kept[n - 1]);
       return std::tuple_element_t<j, S>(s.template value<plan_v<E>.child[root][j]>());
     }
+    // The inputs' gradients, summed over the steps; a ends as the initial state's adjoint.
     auto back(S& a) {
       auto din = [&]<std::size_t... i>(std::index_sequence<i...>) {
         return std::tuple<decltype(make_out<T>(
