@@ -19,6 +19,8 @@
 namespace mg {
 
 namespace detail {
+struct slice_range;  // core/shape_rules.hpp
+
 // What a node knows of each of its forward outputs: the gradients it receives must match.
 // 16 bytes (a node holds one per output): a shape of rank 0 or 1 is kept inline, a longer one
 // in an array of its own.
@@ -203,6 +205,14 @@ struct node {
   // calls (Note [Backward through a pointer], saved.hpp).
   virtual void apply(std::span<detail::impl_ptr> grads, std::span<detail::impl_ptr> out) = 0;
   virtual bool wants_undefined() const { return false; }
+  // True when backward writes the gradient it receives into zeros of its one input's shape (of
+  // `input`), at the elements r (with drop, at index r.start of dimension r.dim, which the
+  // gradient lacks): slice and select (Note [Gradients added where they land], engine.hpp).
+  virtual bool embeds_gradient(const detail::tensor_meta& input, detail::slice_range& r,
+                               bool& drop) const {
+    (void)input, (void)r, (void)drop;
+    return false;
+  }
   // The tensor hooks to run on the gradients this node receives (a grad accumulator: its leaf's).
   virtual detail::hook_set* tensor_hook_set() { return hooks.get(); }
   virtual bool is_accumulator() const { return false; }

@@ -1,6 +1,9 @@
 // Semantics of the shape, indexing and linear-algebra ops on known values (torch 1.13's): views
 // share storage and version counter, indices accumulate, matmul's shapes, and the errors.
 #include <cmath>
+#include <set>
+#include <string_view>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -327,4 +330,84 @@ TEST(ShapeSemantics, SumToOfABroadcastSourceMatchesTheSum) {
   EXPECT_EQ(b.grad().to_xtensor<double>(), (xt::xarray<double>{4.0, 4.0, 4.0}));
   EXPECT_EQ(x.grad().to_xtensor<double>(), xt::ones<double>({4, 3}));
   EXPECT_EQ(x.grad().impl()->strides, (mg::shape_t{3, 1}));  // .grad is materialised
+}
+
+namespace {
+// A parameter matrix read in parts many times, as a loop reads its weights: rows by select,
+// pieces of a row by slice (steps 1 and 3), a column (strided), a block of columns. Each part's
+// gradient goes to the buffer of the value it was cut from (Note [Gradients added where they
+// land] in runtime/engine.hpp).
+tensor read_in_parts(const mg::tensor_list& t) {
+  const tensor& x = t[0];  // 3 x 8
+  tensor total = mg::zeros({4}, {.dtype = x.dtype()});
+  for (std::int64_t k = 0; k < 5; ++k) {
+    const tensor w = mg::select(x, 0, k % 3);
+    const tensor a = mg::slice(w, 0, 2, 6), b = mg::slice(w, 0, 1, 8, 3);
+    const tensor c = mg::select(x, 1, k), d = mg::slice(x, 1, 4, 8);
+    total = total + mg::sin(a) * mg::slice(w, 0, 0, 4) + mg::sum(b * b) * mg::cos(c[0]) +
+            mg::sum(mg::exp(c)) + mg::sum(d * d * d, 0);
+  }
+  return total;
+}
+}  // namespace
+
+TEST(SliceGradients, PartsOfOneValueAgainstCentralDifferences) {
+  // without create_graph (the gradients added where they land), with it (the backward recorded,
+  // and its derivative), and in float
+  mg_test::check_arrays(read_in_parts, {{3, 8}}, {.second_order = false});
+  mg_test::check_arrays(read_in_parts, {{3, 8}});
+  mg_test::check_arrays(read_in_parts, {{3, 8}}, {.dtype = mg::f32, .second_order = false});
+}
+
+TEST(SliceGradients, HooksSeeTheWholeGradientAndTheSumIsTheSame) {
+  // A post-hook on every slice and select node sees the gradient of the whole input (zeros
+  // outside the part), as the node computes it; the gradients are the same as without hooks.
+  const xt::xarray<double> x0 = {{0.3, -0.2, 0.9, 0.1, -0.7, 0.4, 0.8, -0.5},
+                                 {0.6, 0.2, -0.3, -0.9, 0.5, 0.7, -0.1, 0.2},
+                                 {-0.4, 0.1, 0.3, 0.6, -0.8, 0.9, 0.2, -0.6}};
+  const auto gradient = [&](bool hooked, int& seen) {
+    const tensor x = tensor(x0).requires_grad_();
+    const tensor y = mg::sum(read_in_parts({x}));
+    // every slice and select node reachable from y
+    std::vector<mg::autograd::node*> stack{y.grad_fn().get()}, parts;
+    std::set<mg::autograd::node*> visited;
+    while (!stack.empty()) {
+      mg::autograd::node* n = stack.back();
+      stack.pop_back();
+      if (!n || !visited.insert(n).second) continue;
+      if (std::string_view(n->name()) == "slice" || std::string_view(n->name()) == "select")
+        parts.push_back(n);
+      for (const auto& e : n->next_functions()) stack.push_back(e.function.get());
+    }
+    EXPECT_GT(parts.size(), 20u);
+    std::vector<mg::hook_handle> handles;
+    if (hooked)
+      for (mg::autograd::node* n : parts)
+        handles.push_back(n->register_hook([&seen](const mg::tensor_list& gi,
+                                                   const mg::tensor_list&) {
+          // the input's shape: x, one of its rows or one of its columns
+          const mg::shape_t s = gi[0].shape();
+          EXPECT_TRUE(s == (mg::shape_t{3, 8}) || s == (mg::shape_t{8}) || s == (mg::shape_t{3}));
+          ++seen;
+        }));
+    y.backward();
+    return x.grad().to_xtensor<double>();
+  };
+  int seen = 0;
+  const auto plain = gradient(false, seen);
+  EXPECT_EQ(seen, 0);
+  const auto hooked = gradient(true, seen);
+  EXPECT_GT(seen, 20);
+  EXPECT_EQ(plain, hooked);
+}
+
+TEST(SliceGradients, ALeafsGradientKeepsAddingInPlace) {
+  // the buffer's sum becomes the leaf's .grad; a second backward adds into that same tensor
+  const tensor x = mg::full({2, 6}, 0.5, {.dtype = mg::f64, .requires_grad = true});
+  mg::sum(mg::slice(mg::select(x, 0, 1), 0, 1, 4) * 3.0).backward();
+  const tensor g = x.grad();
+  EXPECT_EQ(g.to_xtensor<double>(), (xt::xarray<double>{{0, 0, 0, 0, 0, 0}, {0, 3, 3, 3, 0, 0}}));
+  mg::sum(mg::select(x, 1, 5) * 2.0 + mg::slice(mg::select(x, 0, 0), 0, 0, 2)).backward();
+  EXPECT_EQ(x.grad().impl(), g.impl());
+  EXPECT_EQ(g.to_xtensor<double>(), (xt::xarray<double>{{1, 1, 0, 0, 0, 2}, {0, 3, 3, 3, 0, 2}}));
 }

@@ -18,6 +18,8 @@
 // runs only when a child is needed.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -178,6 +180,31 @@ inline const engine_ops& task_ops() { return *current_task()->call.ops; }
 // holds the buffer's tensor or its elements (as torch's InputBuffer accumulates), else the sum is
 // a new tensor. A parameter read by many ops of a loop, each sending a gradient of its shape, then
 // costs one kernel per use rather than a new tensor.
+//
+// Such a sum is nobody's but the buffer's: no handle, view or saved value can see it, so the add
+// needs none of an in-place op's bookkeeping (version counter, views, tangents, history) and runs
+// as the add kernel alone, when no forward-mode level is open (a gradient may then carry a
+// tangent, which the op's own path adds too) and no profile is recorded (it lists the add_, as
+// torch's lists its buffer's).
+template <int = 0>
+bool add_kernel_into(tensor_impl& sum, const tensor_impl& g) {
+  if (forward_ad_active() || prof::profiler_flags.load(std::memory_order_relaxed) ||
+      g.store == sum.store)
+    return false;
+  if (sum.device() == mg::device::cpu && is_floating(sum.dtype()) && g.is_contiguous()) {
+    const std::int64_t n = sum.numel();
+    dispatch_floating(sum.dtype(), [&]<class T>(std::type_identity<T>) {
+      T* to = sum.data<T>();
+      const T* from = g.data<T>();
+      for (std::int64_t k = 0; k < n; ++k) to[k] += from[k];
+    });
+    return true;
+  }
+  const std::array<const tensor_impl*, 2> in{&sum, &g};
+  elementwise_kernel_into(add_op{}, in, sum, sum.dtype());
+  return true;
+}
+
 template <int = 0>
 void add_gradient(const engine_ops& ops, impl_ptr& slot, impl_ptr g) {
   if (!g) return;
@@ -185,6 +212,7 @@ void add_gradient(const engine_ops& ops, impl_ptr& slot, impl_ptr g) {
     slot = std::move(g);
   } else if (!grad_mode() && sole_owner(slot) && slot->dtype() == g->dtype() &&
              slot->device() == g->device() && slot->shape == g->shape) {
+    if (add_kernel_into(*slot, *g)) return;
     tensor sum(std::move(slot));
     ops.add_in_place(sum, tensor(std::move(g)));
     slot = sum.impl();
@@ -513,6 +541,76 @@ graph_task::input_buffer& task_buffer(graph_task& task, const std::shared_ptr<gr
   return task.buffers[s.buffer - 1];
 }
 
+// Note [Gradients added where they land]: the backward of slice and select writes the gradient
+// it receives into zeros of its input's shape, and the receiving buffer then adds that whole
+// tensor to its sum: for a parameter row read in 14-element slices at every step of a loop, an
+// allocation, a fill and an add of the whole row per slice. When create_graph is off and the
+// node has no hooks (nothing would see the padded tensor), the engine instead adds the gradient
+// into the slice's elements of the buffer's sum, which it starts as zeros when it is the first
+// to arrive (embeds_gradient says where; the node does not run). Otherwise, or when the sum is
+// not the buffer's alone or differs in dtype or device, the node runs as usual.
+template <int = 0>
+bool add_where_it_lands(graph_task& task, graph_node& n, std::vector<impl_ptr>& grads) {
+  if (grad_mode() || grads.size() != 1 || !grads[0] || forward_ad_active() ||
+      anomaly_mode().load(std::memory_order_relaxed) ||
+      prof::profiler_flags.load(std::memory_order_relaxed))
+    return false;
+  if (const hook_set* hs = n.hooks.get(); hs && (!hs->pre_hooks.empty() || !hs->post_hooks.empty()))
+    return false;
+  const auto edges = n.next_edges();
+  if (edges.size() != 1 || !edges[0]) return false;
+  const edge& e = edges[0];
+  const tensor_meta& m = e.function->outputs()[e.input_nr];
+  slice_range r{};
+  bool drop = false;
+  if (!n.embeds_gradient(m, r, drop)) return false;
+  auto& s = *task.lookup(e.function.get());
+  if (task.has_targets && !(s.flags & node_table::need)) return false;
+  const tensor_impl& g = *grads[0];
+  if (g.dtype() != m.dtype || g.device() != m.device || !is_floating(g.dtype())) return false;
+  const shape_t shape = m.shape();
+  impl_ptr& sum = task_buffer(task, e.function, s).grads[e.input_nr];
+  const bool fresh = !sum;
+  if (fresh)
+    sum = fill_kernel(shape, 0.0, g.dtype(), g.device());
+  else if (!sole_owner(sum) || sum->dtype() != g.dtype() || sum->device() != g.device() ||
+           sum->shape != shape)
+    return false;
+  // the slice's shape, which g has (the engine fitted it to the node's output)
+  shape_t part = shape;
+  if (drop)
+    part.erase(part.begin() + static_cast<std::ptrdiff_t>(r.dim));
+  else
+    part[r.dim] = r.length;
+  if (g.shape != part) return false;  // the node's own backward says what is wrong
+  std::int64_t outer = 1;
+  for (std::size_t i = 0; i < r.dim; ++i) outer *= shape[i];
+  if (g.device() == mg::device::cpu && g.is_contiguous() && outer == 1 &&
+      (drop || r.step == 1 || r.length <= 1)) {
+    // one run of the sum's (contiguous) elements: a plain loop
+    const std::int64_t n = g.numel(), at = r.start * sum->strides[r.dim];
+    dispatch_floating(g.dtype(), [&]<class T>(std::type_identity<T>) {
+      T* to = sum->data<T>() + at;
+      const T* from = g.data<T>();
+      if (fresh)
+        std::copy_n(from, n, to);
+      else
+        for (std::int64_t k = 0; k < n; ++k) to[k] += from[k];
+    });
+    return true;
+  }
+  const tensor whole(sum);
+  const tensor v =
+      drop ? algebra<tensor>::select(whole, r.dim, r.start) : algebra<tensor>::slice(whole, r);
+  if (fresh) {
+    copy_into(*v.impl(), g);
+  } else {
+    const std::array<const tensor_impl*, 2> in{v.impl().get(), &g};
+    elementwise_kernel_into(add_op{}, in, *v.impl(), g.dtype());
+  }
+  return true;
+}
+
 // Runs the nodes, the ready one recorded last first (Note [Dependencies]), from the roots' seeds.
 template <int = 0>
 void run_nodes(graph_task& task, std::vector<std::pair<edge, impl_ptr>>& roots) {
@@ -538,7 +636,13 @@ void run_nodes(graph_task& task, std::vector<std::pair<edge, impl_ptr>>& roots) 
     task.free_buffers.push_back(bi);
     if (!before_node(task, *n, grads_in, s.flags)) continue;
     try {
-      call_node(task, self, grads_in, out);
+      if (add_where_it_lands(task, *n, grads_in)) {
+        out.assign(n->next_edges().size(), nullptr);
+        if (!task.call.keep_graph)
+          for (auto& sv : n->saved()) sv.release();
+      } else {
+        call_node(task, self, grads_in, out);
+      }
     } catch (const mg::error& e) {  // Note [Anomaly detection]: the error names n's forward
       if (anomaly_mode().load(std::memory_order_relaxed)) rethrow_with_trace(*n, e);
       throw;

@@ -78,8 +78,11 @@ struct slice_op {
   // d/dx slice(x) = g at the sliced elements, 0 elsewhere
   auto backward(const auto& x, const auto&, const auto& g) const {
     const shape_t xs = detail::shape_of(x);
-    return detail::call(embed_op{xs, detail::resolve_slice(s, xs)}, g);
+    return detail::call(embed_op{xs, embedding(xs)}, g);
   }
+  // where backward writes g in zeros of the input's shape xs
+  static constexpr bool drops_dimension = false;
+  detail::slice_range embedding(const shape_t& xs) const { return detail::resolve_slice(s, xs); }
 };
 template <class X>
 requires detail::Operands<X>
@@ -109,8 +112,11 @@ struct select_op {
   // d/dx select(x) = g at the selected elements, 0 elsewhere
   auto backward(const auto& x, const auto&, const auto& g) const {
     const shape_t xs = detail::shape_of(x);
-    return detail::call(embed_op{xs, at(xs), true}, g);
+    return detail::call(embed_op{xs, embedding(xs), true}, g);
   }
+  // where backward writes g in zeros of the input's shape xs (g lacks dimension dim)
+  static constexpr bool drops_dimension = true;
+  detail::slice_range embedding(const shape_t& xs) const { return at(xs); }
 };
 template <class X>
 requires detail::Operands<X>
