@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -59,6 +60,27 @@ TEST(HostCache, AReleasedBlockServesTheNextTensorOfItsClass) {
   EXPECT_EQ(data_of(b), p);
   EXPECT_EQ(b.sum().item<double>(), 1'020'000.0);  // and its elements are its own
   EXPECT_EQ(mg::cpu::memory_reserved(), before + 4'194'304u);
+}
+
+// Note [Elements in the storage]: up to 256 bytes, a tensor's elements live in its storage
+// object's block, not in the host cache; from 257 bytes on, in a block of the cache.
+TEST(HostCache, SmallTensorsHoldTheirElements) {
+  const std::size_t before = mg::cpu::memory_allocated();
+  {
+    const tensor a = mg::full({32}, 1.5, {.dtype = mg::f64});  // 256 bytes
+    const tensor c = mg::full({3}, 2.0);                       // 12 bytes
+    EXPECT_EQ(mg::cpu::memory_allocated(), before);
+    const char* at = static_cast<const char*>(data_of(a));
+    const auto* s = a.impl()->store.get();
+    EXPECT_TRUE(at > reinterpret_cast<const char*>(s) &&
+                at < reinterpret_cast<const char*>(s) + 512);  // inside the storage's block
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(at) % 16, 0u);
+    const tensor b = mg::full({33}, 0.5, {.dtype = mg::f64});  // 264 bytes
+    EXPECT_GT(mg::cpu::memory_allocated(), before);
+    EXPECT_EQ((a * 2.0 + a).sum().item<double>(), 144.0);
+    EXPECT_EQ((b * c.sum()).sum().item<double>(), 99.0);
+  }
+  EXPECT_EQ(mg::cpu::memory_allocated(), before);
 }
 
 TEST(HostCache, PeakAndEmptyCache) {

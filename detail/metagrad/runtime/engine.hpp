@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include <metagrad/backend/parallel.hpp>
 #include <metagrad/backend/tensor_kernels.hpp>
 #include <metagrad/ops/arithmetic.hpp>
 #include <metagrad/runtime/apply.hpp>
@@ -191,7 +192,9 @@ bool add_kernel_into(tensor_impl& sum, const tensor_impl& g) {
   if (forward_ad_active() || prof::profiler_flags.load(std::memory_order_relaxed) ||
       g.store == sum.store)
     return false;
-  if (sum.device() == mg::device::cpu && is_floating(sum.dtype()) && g.is_contiguous()) {
+  // a plain loop up to the size the CPU kernels would split across threads
+  if (sum.device() == mg::device::cpu && is_floating(sum.dtype()) && g.is_contiguous() &&
+      sum.numel() < 2 * parallel_grain) {
     const std::int64_t n = sum.numel();
     dispatch_floating(sum.dtype(), [&]<class T>(std::type_identity<T>) {
       T* to = sum.data<T>();
@@ -586,7 +589,7 @@ bool add_where_it_lands(graph_task& task, graph_node& n, std::vector<impl_ptr>& 
   std::int64_t outer = 1;
   for (std::size_t i = 0; i < r.dim; ++i) outer *= shape[i];
   if (g.device() == mg::device::cpu && g.is_contiguous() && outer == 1 &&
-      (drop || r.step == 1 || r.length <= 1)) {
+      (drop || r.step == 1 || r.length <= 1) && g.numel() < 2 * parallel_grain) {
     // one run of the sum's (contiguous) elements: a plain loop
     const std::int64_t n = g.numel(), at = r.start * sum->strides[r.dim];
     dispatch_floating(g.dtype(), [&]<class T>(std::type_identity<T>) {
