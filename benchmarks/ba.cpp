@@ -32,7 +32,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include <xtensor/xarray.hpp>
+#include <xtensor/xtensor.hpp>
 
 #include <metagrad/metagrad.hpp>
 
@@ -225,8 +225,8 @@ const auto reprojection = [](const auto& fx, const auto& fy) {
 // per row, give every observation's Jacobian, since observation k's error reads only entry k.
 double runtime_all(std::vector<jac>& out) {
   const instance& in = data();
-  std::array<xt::xarray<double>, 17> cols;
-  for (auto& c : cols) c = xt::xarray<double>::from_shape({std::size_t(n_obs)});
+  std::array<xt::xtensor<double, 1>, 17> cols;
+  for (auto& c : cols) c = xt::xtensor<double, 1>::from_shape({std::size_t(n_obs)});
   for (int k = 0; k < n_obs; ++k) {
     const auto& c = in.cams[k % n_cams];
     const auto& X = in.points[k % n_points];
@@ -249,13 +249,13 @@ double runtime_all(std::vector<jac>& out) {
         continue;
       }
       const auto g = x[i].grad().to_xtensor<double>();
-      for (int k = 0; k < n_obs; ++k) out[k].J[15 * row + i] = g(k);
+      for (int k = 0; k < n_obs; ++k) out[k].J[15 * row + i] = g.data()[k];
       x[i].set_grad({});
     }
   }
   (1 - x[14] * x[14]).backward(seed);  // the weight error's derivative
   const auto dw = x[14].grad().to_xtensor<double>();
-  for (int k = 0; k < n_obs; ++k) out[k].dwerr = dw(k);
+  for (int k = 0; k < n_obs; ++k) out[k].dwerr = dw.data()[k];
   x[14].set_grad({});
   return out[0].J[0] + out[n_obs - 1].J[29];
 }
