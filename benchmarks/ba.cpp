@@ -178,15 +178,22 @@ void store_row(const Row& row, double* J) {
 const auto reprojection = [](const auto& fx, const auto& fy) {
   return [&fx, &fy](auto r0, auto r1, auto r2, auto c0, auto c1, auto c2, auto f, auto x0, auto y0,
                     auto k1, auto k2, auto X0, auto X1, auto X2, auto w) {
-    const auto Y0 = X0 - c0, Y1 = X1 - c1, Y2 = X2 - c2;
+    // one declaration per value: each has its own expression type in the static engine
+    const auto Y0 = X0 - c0;
+    const auto Y1 = X1 - c1;
+    const auto Y2 = X2 - c2;
     const auto theta = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
-    const auto ct = cos(theta), st = sin(theta);
-    const auto w0 = r0 / theta, w1 = r1 / theta, w2 = r2 / theta;
+    const auto ct = cos(theta);
+    const auto st = sin(theta);
+    const auto w0 = r0 / theta;
+    const auto w1 = r1 / theta;
+    const auto w2 = r2 / theta;
     const auto tmp = (w0 * Y0 + w1 * Y1 + w2 * Y2) * (1 - ct);
     const auto x = Y0 * ct + (w1 * Y2 - w2 * Y1) * st + w0 * tmp;
     const auto y = Y1 * ct + (w2 * Y0 - w0 * Y2) * st + w1 * tmp;
     const auto z = Y2 * ct + (w0 * Y1 - w1 * Y0) * st + w2 * tmp;
-    const auto px = x / z, py = y / z;
+    const auto px = x / z;
+    const auto py = y / z;
     const auto rsq = px * px + py * py;
     const auto L = 1 + k1 * rsq + k2 * rsq * rsq;
     return std::tuple{w * (px * L * f + x0 - fx), w * (py * L * f + y0 - fy)};
