@@ -205,10 +205,11 @@ struct node {
   // calls (Note [Backward through a pointer], saved.hpp).
   virtual void apply(std::span<detail::impl_ptr> grads, std::span<detail::impl_ptr> out) = 0;
   virtual bool wants_undefined() const { return false; }
-  // True when backward writes the gradient it receives into zeros of its one input's shape (of
-  // `input`), at the elements r (with drop, at index r.start of dimension r.dim, which the
-  // gradient lacks): slice and select (Note [Gradients added where they land], engine.hpp).
-  virtual bool embeds_gradient(const detail::tensor_meta& input, detail::slice_range& r,
+  // True when backward writes the gradient it receives into zeros of its one input's shape, at
+  // the elements r of that shape (`input`; with drop, at index r.start of dimension r.dim, which
+  // the gradient lacks): slice and select (Note [Gradients added where they land], engine.hpp).
+  // With a null input it only says whether the node is of that kind.
+  virtual bool embeds_gradient(const detail::tensor_meta* input, detail::slice_range& r,
                                bool& drop) const {
     (void)input, (void)r, (void)drop;
     return false;

@@ -18,6 +18,7 @@
 #include <metagrad/backend/registry.hpp>
 #include <metagrad/concepts.hpp>
 #include <metagrad/core/broadcast.hpp>
+#include <metagrad/core/config.hpp>
 #include <metagrad/core/storage.hpp>
 #include <metagrad/core/tensor_impl.hpp>
 #include <metagrad/error.hpp>
@@ -36,25 +37,31 @@ struct storage_with_elements : storage {
   storage_with_elements() {}  // user-provided: the elements are left uninitialised
   alignas(16) std::byte elements[Bytes];
 };
-template <std::size_t Bytes>
-std::shared_ptr<storage> storage_holding_elements() {
-  auto s = make_pooled<storage_with_elements<Bytes>>();
-  s->data = s->elements;
+// A storage holding nbytes (at most 256) of elements of dtype d on the CPU.
+template <int = 0>
+[[gnu::noinline]] std::shared_ptr<storage> storage_holding_elements(std::size_t nbytes, dtype d) {
+  const auto made = [&]<std::size_t Bytes>(std::integral_constant<std::size_t, Bytes>) {
+    auto s = make_pooled<storage_with_elements<Bytes>>();
+    s->data = s->elements;
+    return std::shared_ptr<storage>(std::move(s));
+  };
+  auto s = nbytes <= 64    ? made(std::integral_constant<std::size_t, 64>{})
+           : nbytes <= 128 ? made(std::integral_constant<std::size_t, 128>{})
+                           : made(std::integral_constant<std::size_t, 256>{});
+  s->nbytes = nbytes;
+  s->dtype = d;
   return s;
 }
 
 // Uninitialised storage for n elements. See Note [Storage interface].
-inline std::shared_ptr<storage> allocate(std::int64_t n, dtype d, device dev) {
+MG_INLINE std::shared_ptr<storage> allocate(std::int64_t n, dtype d, device dev) {
   const std::size_t nbytes = static_cast<std::size_t>(n) * element_size(d);
-  const bool held = dev == device::cpu && nbytes > sizeof(storage::small) && nbytes <= 256;
-  auto s = !held           ? make_pooled<storage>()
-           : nbytes <= 64  ? storage_holding_elements<64>()
-           : nbytes <= 128 ? storage_holding_elements<128>()
-                           : storage_holding_elements<256>();
+  if (dev == device::cpu && nbytes > sizeof(storage::small) && nbytes <= 256)
+    return storage_holding_elements(nbytes, d);
+  auto s = make_pooled<storage>();
   s->nbytes = nbytes;
   s->dtype = d;
   s->device = dev;
-  if (held) return s;
   if (dev == device::cpu && s->nbytes <= sizeof(s->small)) {
     s->data = s->small;
   } else if (s->nbytes) {

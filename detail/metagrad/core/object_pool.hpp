@@ -23,6 +23,8 @@
 #include <new>
 #include <utility>
 
+#include <metagrad/core/config.hpp>
+
 namespace mg::detail {
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -81,7 +83,7 @@ inline pool_lists* thread_pool_lists() noexcept {
 constexpr std::size_t pool_class_size(std::size_t c) { return 16 * c + 24; }
 constexpr std::size_t pool_class_of(std::size_t n) { return n <= 24 ? 0 : (n - 24 + 15) / 16; }
 
-inline void* pool_allocate(std::size_t n) {
+MG_INLINE void* pool_allocate(std::size_t n) {
   const std::size_t c = pool_class_of(n);
   if (pool_enabled && c < pool_classes) {
     if (pool_lists* l = thread_pool_lists(); l && l->head[c]) {
@@ -95,7 +97,7 @@ inline void* pool_allocate(std::size_t n) {
   return ::operator new(n);
 }
 
-inline void pool_release(void* p, std::size_t n) noexcept {
+MG_INLINE void pool_release(void* p, std::size_t n) noexcept {
   const std::size_t c = pool_class_of(n);
   if (pool_enabled && c < pool_classes) {
     if (pool_lists* l = thread_pool_lists(); l && l->count[c] < pool_cap) {

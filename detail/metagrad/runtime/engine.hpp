@@ -552,10 +552,13 @@ graph_task::input_buffer& task_buffer(graph_task& task, const std::shared_ptr<gr
 // into the slice's elements of the buffer's sum, which it starts as zeros when it is the first
 // to arrive (embeds_gradient says where; the node does not run). Otherwise, or when the sum is
 // not the buffer's alone or differs in dtype or device, the node runs as usual.
+// Called for a node that embeds_gradient, with one gradient, grad mode off (run_nodes checks
+// those first, so that other nodes pay one virtual call).
 template <int = 0>
 bool add_where_it_lands(graph_task& task, graph_node& n, std::vector<impl_ptr>& grads) {
-  if (grad_mode() || grads.size() != 1 || !grads[0] || forward_ad_active() ||
-      anomaly_mode().load(std::memory_order_relaxed) ||
+  slice_range r{};
+  bool drop = false;
+  if (forward_ad_active() || anomaly_mode().load(std::memory_order_relaxed) ||
       prof::profiler_flags.load(std::memory_order_relaxed))
     return false;
   if (const hook_set* hs = n.hooks.get(); hs && (!hs->pre_hooks.empty() || !hs->post_hooks.empty()))
@@ -564,9 +567,7 @@ bool add_where_it_lands(graph_task& task, graph_node& n, std::vector<impl_ptr>& 
   if (edges.size() != 1 || !edges[0]) return false;
   const edge& e = edges[0];
   const tensor_meta& m = e.function->outputs()[e.input_nr];
-  slice_range r{};
-  bool drop = false;
-  if (!n.embeds_gradient(m, r, drop)) return false;
+  n.embeds_gradient(&m, r, drop);
   auto& s = *task.lookup(e.function.get());
   if (task.has_targets && !(s.flags & node_table::need)) return false;
   const tensor_impl& g = *grads[0];
@@ -638,9 +639,13 @@ void run_nodes(graph_task& task, std::vector<std::pair<edge, impl_ptr>>& roots) 
     grads_in.swap(task.buffers[bi].grads);
     task.free_buffers.push_back(bi);
     if (!before_node(task, *n, grads_in, s.flags)) continue;
+    bool landed = false;  // in the buffer of the node's one edge
     try {
-      if (add_where_it_lands(task, *n, grads_in)) {
-        out.assign(n->next_edges().size(), nullptr);
+      slice_range r{};
+      bool drop = false;
+      landed = grads_in.size() == 1 && grads_in[0] && !grad_mode() &&
+               n->embeds_gradient(nullptr, r, drop) && add_where_it_lands(task, *n, grads_in);
+      if (landed) {
         if (!task.call.keep_graph)
           for (auto& sv : n->saved()) sv.release();
       } else {
@@ -655,7 +660,7 @@ void run_nodes(graph_task& task, std::vector<std::pair<edge, impl_ptr>>& roots) 
       const auto& e = edges[k];
       if (!e) continue;
       auto& cs = *task.lookup(e.function.get());
-      if (!task.has_targets || (cs.flags & node_table::need)) {
+      if (!landed && (!task.has_targets || (cs.flags & node_table::need))) {
         auto& b = task_buffer(task, e.function, cs);
         add_gradient(ops, b.grads[e.input_nr], std::move(out[k]));
       }

@@ -221,10 +221,12 @@ struct op_node : graph_node {
   std::uint32_t number_operands() const override { return Numbers; }
   std::span<tensor_meta> outputs() override { return {&meta, 1}; }
   std::span<saved_variable> saved() override { return {saved_values.data(), n_saved}; }
-  bool embeds_gradient(const tensor_meta& input, slice_range& r, bool& drop) const override {
+  bool embeds_gradient(const tensor_meta* input, slice_range& r, bool& drop) const override {
     if constexpr (requires(const shape_t& s) { op.embedding(s); }) {
-      r = op.embedding(input.shape());
-      drop = Op::drops_dimension;
+      if (input) {
+        r = op.embedding(input->shape());
+        drop = Op::drops_dimension;
+      }
       return true;
     } else {
       return false;
