@@ -396,7 +396,7 @@ std::array<impl_ptr, N> elementwise_backward_kernel(const Op& op,
                   o.data() + N + 2);
     return out;
   }
-  o = {};
+  // (the general form writes every operand the flat one may have written)
   nd_space s = as_space(shape, op_name<Op>());
   for (std::size_t k = 0; k < N; ++k) {
     if (in[k]) o[k] = broadcast_operand(*in[k], shape);

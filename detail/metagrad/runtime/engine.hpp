@@ -641,8 +641,8 @@ void run_nodes(graph_task& task, std::vector<std::pair<edge, impl_ptr>>& roots) 
     if (!before_node(task, *n, grads_in, s.flags)) continue;
     bool landed = false;  // in the buffer of the node's one edge
     try {
-      slice_range r{};
-      bool drop = false;
+      slice_range r;  // not written when asked only whether n embeds
+      bool drop;
       landed = grads_in.size() == 1 && grads_in[0] && !grad_mode() &&
                n->embeds_gradient(nullptr, r, drop) && add_where_it_lands(task, *n, grads_in);
       if (landed) {
