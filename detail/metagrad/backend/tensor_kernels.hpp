@@ -110,11 +110,16 @@ nd_space as_space(const shape_t& shape, const char* op) {
   return s;
 }
 
+// The address of t's element (0, ..., 0).
+inline void* element_address(const tensor_impl& t) {
+  return static_cast<char*>(t.store->data) +
+         t.offset * static_cast<std::int64_t>(element_size(t.dtype()));
+}
+
 // The kernel description of a tensor read with `strides` (in the index space of the kernel).
 inline nd_operand as_operand(const tensor_impl& t, const shape_t& strides) {
   nd_operand o;
-  o.data = static_cast<char*>(t.store->data) +
-           t.offset * static_cast<std::int64_t>(element_size(t.dtype()));
+  o.data = element_address(t);
   for (std::size_t d = 0; d < strides.size(); ++d) o.strides[d] = strides[d];
   return o;
 }
@@ -130,8 +135,7 @@ inline nd_operand broadcast_operand(const tensor_impl& t, const shape_t& shape) 
 // merging dimensions) cost several times the arithmetic of a 14-element row.
 inline bool flat_operand(const tensor_impl& t, const shape_t& shape, nd_operand& o) {
   if (!t.shape.empty() && (t.shape != shape || !t.is_contiguous())) return false;
-  o.data = static_cast<char*>(t.store->data) +
-           t.offset * static_cast<std::int64_t>(element_size(t.dtype()));
+  o.data = element_address(t);
   o.strides[0] = t.shape.empty() ? 0 : 1;
   return true;
 }
@@ -211,12 +215,6 @@ inline void fill_into(tensor_impl& t, double value) {
   } else {
     copy_into(t, *fill_kernel({}, value, t.dtype(), t.device()));  // read at every element
   }
-}
-
-// The address of t's element (0, ..., 0).
-inline void* element_address(const tensor_impl& t) {
-  return static_cast<char*>(t.store->data) +
-         t.offset * static_cast<std::int64_t>(element_size(t.dtype()));
 }
 
 // Reduces x over the dimensions in `reduced` (a bit per dimension) into a contiguous tensor of

@@ -187,6 +187,18 @@ inline const engine_ops& task_ops() { return *current_task()->call.ops; }
 // as the add kernel alone, when no forward-mode level is open (a gradient may then carry a
 // tangent, which the op's own path adds too) and no profile is recorded (it lists the add_, as
 // torch's lists its buffer's).
+// to[k] += from[k] (or =, when `assign`) for k < n: n contiguous CPU elements of dtype d.
+inline void add_elements(void* to, const void* from, std::int64_t n, dtype d, bool assign) {
+  dispatch_floating(d, [&]<class T>(std::type_identity<T>) {
+    T* t = static_cast<T*>(to);
+    const T* f = static_cast<const T*>(from);
+    if (assign)
+      std::copy_n(f, n, t);
+    else
+      for (std::int64_t k = 0; k < n; ++k) t[k] += f[k];
+  });
+}
+
 template <int = 0>
 bool add_kernel_into(tensor_impl& sum, const tensor_impl& g) {
   if (forward_ad_active() || prof::profiler_flags.load(std::memory_order_relaxed) ||
@@ -195,12 +207,7 @@ bool add_kernel_into(tensor_impl& sum, const tensor_impl& g) {
   // a plain loop up to the size the CPU kernels would split across threads
   if (sum.device() == mg::device::cpu && is_floating(sum.dtype()) && g.is_contiguous() &&
       sum.numel() < 2 * parallel_grain) {
-    const std::int64_t n = sum.numel();
-    dispatch_floating(sum.dtype(), [&]<class T>(std::type_identity<T>) {
-      T* to = sum.data<T>();
-      const T* from = g.data<T>();
-      for (std::int64_t k = 0; k < n; ++k) to[k] += from[k];
-    });
+    add_elements(element_address(sum), element_address(g), sum.numel(), sum.dtype(), false);
     return true;
   }
   const std::array<const tensor_impl*, 2> in{&sum, &g};
@@ -592,15 +599,9 @@ bool add_where_it_lands(graph_task& task, graph_node& n, std::vector<impl_ptr>& 
   if (g.device() == mg::device::cpu && g.is_contiguous() && outer == 1 &&
       (drop || r.step == 1 || r.length <= 1) && g.numel() < 2 * parallel_grain) {
     // one run of the sum's (contiguous) elements: a plain loop
-    const std::int64_t n = g.numel(), at = r.start * sum->strides[r.dim];
-    dispatch_floating(g.dtype(), [&]<class T>(std::type_identity<T>) {
-      T* to = sum->data<T>() + at;
-      const T* from = g.data<T>();
-      if (fresh)
-        std::copy_n(from, n, to);
-      else
-        for (std::int64_t k = 0; k < n; ++k) to[k] += from[k];
-    });
+    const std::int64_t at = r.start * sum->strides[r.dim] * std::int64_t(element_size(g.dtype()));
+    add_elements(static_cast<char*>(element_address(*sum)) + at, element_address(g), g.numel(),
+                 g.dtype(), fresh);
     return true;
   }
   const tensor whole(sum);

@@ -78,7 +78,7 @@ struct slice_op {
   // d/dx slice(x) = g at the sliced elements, 0 elsewhere
   auto backward(const auto& x, const auto&, const auto& g) const {
     const shape_t xs = detail::shape_of(x);
-    return detail::call(embed_op{xs, embedding(xs)}, g);
+    return detail::call(embed_op{xs, embedding(xs), drops_dimension}, g);
   }
   // where backward writes g in zeros of the input's shape xs
   static constexpr bool drops_dimension = false;
@@ -112,7 +112,7 @@ struct select_op {
   // d/dx select(x) = g at the selected elements, 0 elsewhere
   auto backward(const auto& x, const auto&, const auto& g) const {
     const shape_t xs = detail::shape_of(x);
-    return detail::call(embed_op{xs, embedding(xs), true}, g);
+    return detail::call(embed_op{xs, embedding(xs), drops_dimension}, g);
   }
   // where backward writes g in zeros of the input's shape xs (g lacks dimension dim)
   static constexpr bool drops_dimension = true;
